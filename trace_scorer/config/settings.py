@@ -1,0 +1,145 @@
+"""The root settings and how they are loaded.
+
+Precedence, highest first: ``TRACE_SCORER_…`` environment variables (``__`` for nesting), Langfuse's own
+variables (``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_BASE_URL``/``LANGFUSE_HOST``),
+the TOML file, the defaults. Secrets are refused in the TOML file: they belong in the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from trace_scorer.config.common import ConfigError
+from trace_scorer.config.judge import JudgeSettings, ProviderSettings
+from trace_scorer.config.langfuse import LangfuseSettings
+from trace_scorer.config.logging import LogSettings
+from trace_scorer.config.targets import TargetSettings
+
+DEFAULT_CONFIG_FILE = Path("settings.toml")
+
+#: Keys that must never be written in the TOML file, with where they come from instead.
+_SECRET_KEYS = {("langfuse", "secret_key"): "LANGFUSE_SECRET_KEY"}
+
+#: Langfuse's own environment variables → our keys (lower precedence than TRACE_SCORER_…).
+_LANGFUSE_ENV = {
+    "LANGFUSE_PUBLIC_KEY": "public_key",
+    "LANGFUSE_SECRET_KEY": "secret_key",
+    "LANGFUSE_HOST": "base_url",
+    "LANGFUSE_BASE_URL": "base_url",  # after HOST: the newer name wins when both are set
+}
+
+
+class Settings(BaseSettings):
+    """Everything trace-scorer reads from ``settings.toml`` and the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TRACE_SCORER_", env_nested_delimiter="__", extra="forbid", nested_model_default_partial_update=True
+    )
+
+    log: LogSettings = Field(default_factory=LogSettings)
+    langfuse: LangfuseSettings = Field(default_factory=LangfuseSettings)
+    providers: list[ProviderSettings] = Field(default_factory=list)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    targets: list[TargetSettings] = Field(default_factory=list)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The TOML file's content arrives as init arguments; the environment overrides it.
+        return (env_settings, init_settings)
+
+    def target(self, name: str) -> TargetSettings:
+        for target in self.targets:
+            if target.name == name:
+                return target
+        known = ", ".join(t.name for t in self.targets) or "none"
+        raise ConfigError(f"--target {name!r}: no such target (configured: {known})")
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _apply_langfuse_env(data: dict[str, Any], environ: Mapping[str, str]) -> None:
+    section = data.get("langfuse")
+    if section is not None and not isinstance(section, dict):
+        return  # let validation report the wrong type
+    overrides = {key: environ[var] for var, key in _LANGFUSE_ENV.items() if environ.get(var)}
+    if overrides:
+        data["langfuse"] = {**(section or {}), **overrides}
+
+
+def format_location(loc: tuple[int | str, ...]) -> str:
+    """``("targets", 0, "kpis", 1, "threshold", "metric")`` → ``targets[0].kpis[1].metric``."""
+    text = ""
+    previous: int | str | None = None
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif previous is not None and isinstance(previous, int) and part in _KPI_TAGS:
+            pass  # pydantic puts the union's tag in the path; the user never wrote it
+        else:
+            text += f".{part}" if text else str(part)
+        previous = part
+    return text
+
+
+_KPI_TAGS = {"average", "min", "max", "weighted_sum", "threshold", "f1", "expression"}
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    lines = []
+    for error in exc.errors():
+        where = format_location(tuple(error["loc"]))
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        lines.append(f"{source}: {where}: {message}")
+    return "\n".join(lines)
+
+
+def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Load and validate the settings; raise :class:`ConfigError` naming the key on any problem.
+
+    ``path`` None means ``./settings.toml`` when it exists, else defaults plus environment.
+    """
+    environ = os.environ if environ is None else environ
+    if path is None and DEFAULT_CONFIG_FILE.exists():
+        path = DEFAULT_CONFIG_FILE
+    data = read_toml(path) if path is not None else {}
+    source = str(path) if path is not None else "configuration"
+    for (section, key), variable in _SECRET_KEYS.items():
+        if isinstance(data.get(section), dict) and key in data[section]:
+            raise ConfigError(f"{source}: {section}.{key}: secrets are read from the environment only ({variable})")
+    _apply_langfuse_env(data, environ)
+    saved = os.environ.copy() if environ is not os.environ else None
+    try:
+        if saved is not None:  # pydantic-settings reads os.environ; give it the mapping we were handed
+            os.environ.clear()
+            os.environ.update(environ)
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, source)) from None
+    finally:
+        if saved is not None:
+            os.environ.clear()
+            os.environ.update(saved)

@@ -1,0 +1,1 @@
+"""Metrics: one per module, registered by ``key`` (see registry.py)."""

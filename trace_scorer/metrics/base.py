@@ -1,0 +1,136 @@
+"""What a metric is: its declared options, inputs and kind, and what it returns.
+
+A metric is a pure function of a Sample (per-sample) or of a group of samples (per-group), plus the
+shared resources it declares (a judge, an embedder). It returns a :class:`Score`, a :class:`Skipped`
+(inputs absent or not applicable: not a failure, nothing posted) or a :class:`Failed` (it should have
+produced a value but could not, e.g. every judge model was down: retried on a later run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from trace_scorer.sample import Sample
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A value in [0, 1] with a one-line comment (shown in Langfuse) and details (score metadata)."""
+
+    value: float
+    comment: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """No value, by design: an input is absent or the metric does not apply. Nothing is posted."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """No value, by accident: the metric could not be computed now (posted nothing; retry later)."""
+
+    reason: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+Outcome = Score | Skipped | Failed
+#: What a metric returns: one outcome under its own name, or several named ones (e.g. pass@k for each k).
+MetricOutput = Outcome | Mapping[str, Outcome]
+
+
+class MetricOptions(BaseModel):
+    """Base of every metric's options: unknown keys are configuration errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class GroupInput:
+    """A group of samples (a dataset run, the attempts at one question) with their per-sample results."""
+
+    key: str
+    samples: Sequence[Sample]
+    results: Sequence[Mapping[str, Outcome]]
+
+
+@dataclass
+class Resources:
+    """Shared services a metric may declare a need for (see ``Metric.needs``).
+
+    ``judge`` is the LLM judge (trace_scorer.judge), ``embedder`` the embedding client. They are
+    ``None`` when not configured; the pipeline then skips the metrics that need them, with a reason.
+    """
+
+    judge: Any = None
+    embedder: Any = None
+
+
+OptionsT = TypeVar("OptionsT", bound=MetricOptions)
+
+
+class Metric(ABC, Generic[OptionsT]):
+    """Base of every metric. Subclasses set the class attributes and override one ``score*`` method.
+
+    Class attributes:
+      key: registry name (``tool_call_accuracy``).
+      Options: pydantic model of the options (validated at start-up).
+      requires: Sample fields that must not be ``None`` (else the sample is skipped with a reason).
+      per_group: False for per-sample metrics, True for per-group ones.
+      needs: shared resources used: ``"judge"``, ``"embedder"``. Metrics needing none are deterministic.
+      version: bump when the computation changes, so the worker re-scores (part of the fingerprint).
+    """
+
+    key: ClassVar[str]
+    description: ClassVar[str] = ""
+    Options: ClassVar[type[MetricOptions]] = MetricOptions
+    requires: ClassVar[tuple[str, ...]] = ()
+    per_group: ClassVar[bool] = False
+    needs: ClassVar[tuple[Literal["judge", "embedder"], ...]] = ()
+    version: ClassVar[str] = "1"
+
+    def __init__(self, name: str, options: OptionsT, resources: Resources | None = None) -> None:
+        self.name = name
+        self.options = options
+        self.resources = resources or Resources()
+
+    @classmethod
+    def deterministic(cls) -> bool:
+        return not cls.needs
+
+    def reads(self) -> tuple[str, ...]:
+        """Score names of other metrics whose results this one reads (on the same sample or group)."""
+        return ()
+
+    def output_names(self) -> tuple[str, ...]:
+        """The score names this metric produces (its configured name unless it returns several)."""
+        return (self.name,)
+
+    def fingerprint_parts(self) -> dict[str, Any]:
+        """What identifies this metric's computation; LLM metrics add their prompt version."""
+        return {"key": self.key, "version": self.version, "options": self.options.model_dump(mode="json")}
+
+    def fingerprint(self) -> str:
+        blob = json.dumps(self.fingerprint_parts(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def missing_inputs(self, sample: Sample) -> list[str]:
+        return [name for name in self.requires if getattr(sample, name) is None]
+
+    async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
+        """Per-sample metrics: score one sample. ``inputs`` holds the results named by ``reads()``."""
+        raise NotImplementedError(f"{type(self).__name__} is a per-group metric")
+
+    async def score_group(self, group: GroupInput) -> MetricOutput:
+        """Per-group metrics: score a group of samples with their per-sample results."""
+        raise NotImplementedError(f"{type(self).__name__} is a per-sample metric")

@@ -1,0 +1,132 @@
+"""The Sample: one trace, as every metric sees it (SPEC.md "The sample").
+
+Absent is not empty: a field the trace does not provide is ``None``; an empty list means
+"the reference says: nothing". Metrics whose required fields are ``None`` are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+#: Accepted aliases for message roles (LangChain / ragas naming).
+ROLE_ALIASES: dict[str, Role] = {"human": "user", "ai": "assistant", "developer": "system"}
+
+
+def parse_arguments(value: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict: objects as they are, JSON strings parsed.
+
+    ``None`` and ``""`` mean "no arguments". Anything else that is not a JSON object is an error,
+    because comparing a non-object against keyword arguments would silently score 0.
+    """
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"arguments are not valid JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+class ToolCall(BaseModel):
+    """A call the agent made (or should have made): ``{name, arguments, id?, result?}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    result: Any = None
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _parse_arguments(cls, value: Any) -> dict[str, Any]:
+        return parse_arguments(value)
+
+
+class Message(BaseModel):
+    """One conversation message with OpenAI roles; ``human``/``ai`` accepted as aliases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _alias_role(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            lowered = value.lower()
+            return ROLE_ALIASES.get(lowered, lowered)
+        return value
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content_text(cls, value: Any) -> str:
+        return content_text(value)
+
+
+def content_text(value: Any) -> str:
+    """Message content as text: strings as they are, lists of text parts joined, None as ``""``."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = []
+        for part in value:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text", part.get("content"))
+                if isinstance(text, str):
+                    texts.append(text)
+        return "\n".join(texts)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class Sample(BaseModel):
+    """One trace to score. Field meanings: SPEC.md "The sample"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    messages: list[Message] | None = None
+    response: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    expected: str | None = None
+    reference: str | None = None
+    reference_tool_calls: list[ToolCall] | None = None
+    reference_topics: list[str] | None = None
+    #: Per-item flags (SPEC.md ToolCorrectness): None means "not said".
+    tool_sequence_matters: bool | None = None
+    final_answer_uses_tools: bool | None = None
+    #: Grouping keys: the question (dataset item) and the run (experiment) this attempt belongs to.
+    item_id: str | None = None
+    run_id: str | None = None
+    trace_id: str | None = None
+    observation_id: str | None = None
+    start_time: datetime | None = None
+    environment: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    #: What extraction could not read (shown by ``score``, logged by the worker).
+    notes: list[str] = Field(default_factory=list)
+
+    @field_validator("response", "expected", "reference", mode="before")
+    @classmethod
+    def _text_or_none(cls, value: Any) -> str | None:
+        return None if value is None else content_text(value)
+
+    def user_text(self) -> str:
+        """All user messages' text, joined (used e.g. to find salient tokens)."""
+        return "\n".join(m.content for m in self.messages or () if m.role == "user")
