@@ -62,6 +62,8 @@ class GroupInput:
     key: str
     samples: Sequence[Sample]
     results: Sequence[Mapping[str, Outcome]]
+    #: Group-level results computed so far: run-level means of per-sample metrics, earlier group metrics.
+    aggregates: Mapping[str, Outcome] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,6 +113,12 @@ class Metric(ABC, Generic[OptionsT]):
     def reads(self) -> tuple[str, ...]:
         """Score names of other metrics whose results this one reads (on the same sample or group)."""
         return ()
+
+    def check(self) -> None:
+        """Start-up checks beyond the options' own validation (e.g. judge model names exist).
+
+        Raise ValueError with the reason; the plan builder reports it as a configuration error.
+        """
 
     def output_names(self) -> tuple[str, ...]:
         """The score names this metric produces (its configured name unless it returns several)."""

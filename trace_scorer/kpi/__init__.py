@@ -1,0 +1,1 @@
+"""KPI formulas: combine metric values into one score."""

@@ -1,0 +1,207 @@
+"""Run a target's plan: per-sample metrics, then KPIs; per group, run-level means, group metrics, KPIs.
+
+The same code serves the offline ``score`` command and the worker. It never raises for a metric's
+sake: a missing input is a Skipped, an unexpected exception a Failed (logged with the traceback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from trace_scorer.kpi.formulas import Kpi
+from trace_scorer.metrics.base import Failed, GroupInput, MetricOutput, Outcome, Score, Skipped
+from trace_scorer.plan import AnyMetric, TargetPlan
+from trace_scorer.sample import Sample
+
+log = structlog.get_logger(__name__)
+
+#: Why a metric needing a resource is skipped when that resource is not configured.
+MISSING_RESOURCE = {
+    "judge": "no LLM judge is configured: add a [[providers]] section with chat_models to settings.toml "
+    "(see docs/judges.md)",
+    "embedder": "no embedding model is configured: add embedding_models to a [[providers]] section "
+    "(see docs/metrics.md)",
+}
+
+
+@dataclass
+class SampleResult:
+    """Everything computed for one sample, by score name (metrics first, then KPIs)."""
+
+    sample: Sample
+    outcomes: dict[str, Outcome]
+    kpi_names: frozenset[str] = frozenset()
+
+    def values(self, *, kpis: bool) -> dict[str, float]:
+        return {
+            name: o.value
+            for name, o in self.outcomes.items()
+            if isinstance(o, Score) and (name in self.kpi_names) == kpis
+        }
+
+    def reasons(self, kind: type[Skipped] | type[Failed]) -> dict[str, str]:
+        return {name: o.reason for name, o in self.outcomes.items() if isinstance(o, kind)}
+
+
+@dataclass
+class GroupResult:
+    """Run-level results of one group: means of per-sample metrics, group metrics, run-level KPIs."""
+
+    key: str
+    size: int
+    outcomes: dict[str, Outcome]
+    kpi_names: frozenset[str] = frozenset()
+
+    def values(self, *, kpis: bool) -> dict[str, float]:
+        return {
+            name: o.value
+            for name, o in self.outcomes.items()
+            if isinstance(o, Score) and (name in self.kpi_names) == kpis
+        }
+
+    def reasons(self, kind: type[Skipped] | type[Failed]) -> dict[str, str]:
+        return {name: o.reason for name, o in self.outcomes.items() if isinstance(o, kind)}
+
+
+@dataclass
+class PipelineStats:
+    """Counts per score name, for the run summary and (later) the worker's metrics."""
+
+    scored: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
+    failed: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def record(self, outcomes: Mapping[str, Outcome]) -> None:
+        for name, outcome in outcomes.items():
+            if isinstance(outcome, Score):
+                self.scored[name] += 1
+            elif isinstance(outcome, Skipped):
+                self.skipped[(name, outcome.reason)] += 1
+            else:
+                self.failed[(name, outcome.reason)] += 1
+
+
+class Pipeline:
+    """Scores samples and groups with one target's plan."""
+
+    def __init__(self, plan: TargetPlan) -> None:
+        self.plan = plan
+        self.stats = PipelineStats()
+        self._kpi_names = frozenset(k.name for k in plan.group_kpis)
+        self._warned_resources: set[str] = set()
+
+    # -- per sample -------------------------------------------------------------------------------
+
+    async def score_sample(self, sample: Sample) -> SampleResult:
+        outcomes: dict[str, Outcome] = {}
+        for level in self.plan.sample_levels:
+            local = [m for m in level if m.deterministic()]
+            remote = [m for m in level if not m.deterministic()]
+            for metric in local:  # CPU-bound: no task overhead
+                outcomes.update(await self._run_metric(metric, sample, outcomes))
+            if remote:  # judges and embedders wait on the network: let them overlap
+                for produced in await asyncio.gather(*(self._run_metric(m, sample, outcomes) for m in remote)):
+                    outcomes.update(produced)
+        self._evaluate_kpis(self.plan.sample_kpis, outcomes)
+        self.stats.record(outcomes)
+        return SampleResult(sample, outcomes, self._kpi_names)
+
+    async def score_samples(
+        self, samples: Iterable[Sample], *, concurrency: int = 1
+    ) -> AsyncIterator[SampleResult]:
+        """Score many samples, ``concurrency`` at a time, yielding results in input order."""
+        if concurrency <= 1:
+            for sample in samples:
+                yield await self.score_sample(sample)
+            return
+        window: list[asyncio.Task[SampleResult]] = []
+        try:
+            for sample in samples:
+                window.append(asyncio.create_task(self.score_sample(sample)))
+                if len(window) >= concurrency:
+                    yield await window.pop(0)
+            while window:
+                yield await window.pop(0)
+        finally:
+            for task in window:
+                task.cancel()
+
+    async def _run_metric(self, metric: AnyMetric, sample: Sample, known: Mapping[str, Outcome]) -> dict[str, Outcome]:
+        outcome: MetricOutput
+        missing_resource = next((need for need in metric.needs if getattr(metric.resources, need) is None), None)
+        if missing_resource is not None:
+            outcome = Skipped(MISSING_RESOURCE[missing_resource])
+            if missing_resource not in self._warned_resources:
+                self._warned_resources.add(missing_resource)
+                log.warning("metric_skipped_unconfigured", metric=metric.name, reason=outcome.reason)
+        elif missing := metric.missing_inputs(sample):
+            outcome = Skipped(f"{', '.join(missing)} absent")
+        else:
+            inputs = {name: known[name] for name in metric.reads() if name in known}
+            try:
+                outcome = await metric.score(sample, inputs)
+            except Exception as exc:
+                log.exception("metric_error", metric=metric.name, sample=sample.id)
+                outcome = Failed(f"{type(exc).__name__}: {exc}")
+        return self._named(metric, outcome, subject=sample.id)
+
+    # -- per group --------------------------------------------------------------------------------
+
+    async def score_group(self, key: str, results: Sequence[SampleResult]) -> GroupResult:
+        """Run-level results for ``results`` (the samples of one group, already scored)."""
+        outcomes: dict[str, Outcome] = {}
+        for name in self.plan.sample_score_names():
+            outcomes[name] = _mean(name, [r.outcomes.get(name) for r in results])
+        samples = [r.sample for r in results]
+        per_sample = [r.outcomes for r in results]
+        for metric in self.plan.group_metrics:
+            output: MetricOutput
+            try:
+                output = await metric.score_group(GroupInput(key, samples, per_sample, dict(outcomes)))
+            except Exception as exc:
+                log.exception("metric_error", metric=metric.name, group=key)
+                output = Failed(f"{type(exc).__name__}: {exc}")
+            outcomes.update(self._named(metric, output, subject=f"group {key}"))
+        self._evaluate_kpis(self.plan.group_kpis, outcomes)
+        self.stats.record({n: o for n, o in outcomes.items() if n not in self.plan.sample_score_names()})
+        return GroupResult(key, len(results), outcomes, self._kpi_names)
+
+    # -- shared -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _evaluate_kpis(kpis: Iterable[Kpi], outcomes: dict[str, Outcome]) -> None:
+        for kpi in kpis:
+            outcomes[kpi.name] = kpi.evaluate(outcomes)
+
+    @staticmethod
+    def _named(metric: AnyMetric, output: MetricOutput, *, subject: str) -> dict[str, Outcome]:
+        """One outcome per output name, with values checked: a metric's value must be a number in [0, 1]."""
+        names = metric.output_names()
+        if isinstance(output, Score | Skipped | Failed):
+            produced: dict[str, Outcome] = dict.fromkeys(names, output)
+        else:
+            produced = {name: output.get(name, Failed(f"{metric.name} returned no result for {name}")) for name in names}
+        for name, outcome in produced.items():
+            if isinstance(outcome, Score) and not (math.isfinite(outcome.value) and 0.0 <= outcome.value <= 1.0):
+                log.error("metric_value_out_of_range", metric=name, subject=subject, value=outcome.value)
+                produced[name] = Failed(f"value {outcome.value!r} is outside [0, 1]")
+        return produced
+
+
+def _mean(name: str, outcomes: Sequence[Outcome | None]) -> Outcome:
+    values = [o.value for o in outcomes if isinstance(o, Score)]
+    skipped = sum(isinstance(o, Skipped) for o in outcomes)
+    failed = sum(isinstance(o, Failed) for o in outcomes)
+    if not values:
+        return Skipped(f"no sample of the group has a value for {name}")
+    mean = sum(values) / len(values)
+    comment = f"mean of {len(values)} samples"
+    if skipped or failed:
+        comment += f" ({skipped} skipped, {failed} failed)"
+    return Score(mean, comment, {"n": len(values), "skipped": skipped, "failed": failed})

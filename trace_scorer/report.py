@@ -1,0 +1,111 @@
+"""Print offline results: a readable table, or one JSON object per line (``--json``)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trace_scorer.metrics.base import Failed, Skipped
+from trace_scorer.pipeline import GroupResult, SampleResult
+
+SKIPPED_CELL = "–"
+FAILED_CELL = "failed"
+
+
+def _rounded(values: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 6) for name, value in values.items()}
+
+
+def sample_json(result: SampleResult) -> dict[str, Any]:
+    return {
+        "id": result.sample.id,
+        "scores": _rounded(result.values(kpis=False)),
+        "kpis": _rounded(result.values(kpis=True)),
+        "skipped": result.reasons(Skipped),
+        "failed": result.reasons(Failed),
+        "notes": list(result.sample.notes),
+    }
+
+
+def group_json(result: GroupResult) -> dict[str, Any]:
+    return {
+        "group": result.key,
+        "size": result.size,
+        "scores": _rounded(result.values(kpis=False)),
+        "kpis": _rounded(result.values(kpis=True)),
+        "skipped": result.reasons(Skipped),
+        "failed": result.reasons(Failed),
+    }
+
+
+def write_json_lines(out: IO[str], samples: Sequence[SampleResult], groups: Sequence[GroupResult]) -> None:
+    for result in samples:
+        out.write(json.dumps(sample_json(result), ensure_ascii=False) + "\n")
+    for group in groups:
+        out.write(json.dumps(group_json(group), ensure_ascii=False) + "\n")
+
+
+def _cell(result: SampleResult | GroupResult, name: str) -> str:
+    outcome = result.outcomes.get(name)
+    if outcome is None or isinstance(outcome, Skipped):
+        return SKIPPED_CELL
+    if isinstance(outcome, Failed):
+        return FAILED_CELL
+    return f"{outcome.value:.3f}"
+
+
+def _summary_cell(results: Sequence[SampleResult], name: str) -> str:
+    values = [r.outcomes[name].value for r in results if name in r.outcomes and not isinstance(r.outcomes[name], Skipped | Failed)]  # type: ignore[union-attr]
+    skipped = sum(isinstance(r.outcomes.get(name), Skipped) for r in results)
+    failed = sum(isinstance(r.outcomes.get(name), Failed) for r in results)
+    text = f"{sum(values) / len(values):.3f}" if values else SKIPPED_CELL
+    extras = [f"{skipped} skipped"] * bool(skipped) + [f"{failed} failed"] * bool(failed)
+    return f"{text} ({', '.join(extras)})" if extras else text
+
+
+def print_table(
+    console: Console,
+    columns: Sequence[str],
+    samples: Sequence[SampleResult],
+    groups: Sequence[GroupResult],
+    group_columns: Sequence[str],
+) -> None:
+    """One row per sample, one column per score, a summary row of means; then groups; then why things were skipped."""
+    table = Table(show_footer=True)
+    table.add_column("sample", footer=f"mean of {len(samples)}", overflow="fold")
+    for name in columns:
+        table.add_column(name, justify="right", footer=_summary_cell(samples, name))
+    for result in samples:
+        table.add_row(result.sample.id, *(_cell(result, name) for name in columns))
+    console.print(table)
+
+    if groups:
+        group_table = Table(title="groups", title_justify="left")
+        group_table.add_column("group")
+        group_table.add_column("samples", justify="right")
+        for name in group_columns:
+            group_table.add_column(name, justify="right")
+        for group in groups:
+            group_table.add_row(group.key, str(group.size), *(_cell(group, name) for name in group_columns))
+        console.print(group_table)
+
+    reasons: Counter[tuple[str, str, str]] = Counter()
+    for result in samples:
+        for name, reason in result.reasons(Skipped).items():
+            reasons[("skipped", name, reason)] += 1
+        for name, reason in result.reasons(Failed).items():
+            reasons[("failed", name, reason)] += 1
+    if reasons:
+        console.print("[bold]Not scored[/bold]")
+        for (kind, name, reason), count in sorted(reasons.items()):
+            console.print(f"  {name}: {kind} ×{count}: {reason}", markup=False)
+    notes = [(r.sample.id, note) for r in samples for note in r.sample.notes]
+    if notes:
+        console.print("[bold]Extraction notes[/bold]")
+        for sample_id, note in notes:
+            console.print(f"  {sample_id}: {note}", markup=False)
