@@ -91,8 +91,13 @@ async def _score(
     remote = any(not m.deterministic() for m in plan.sample_metrics)
     results: list[SampleResult] = []
     progress = Progress(
-        TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), disable=not show_progress, transient=True,
+        TextColumn("scoring"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not show_progress,
+        transient=True,
     )
     with progress:
         task = progress.add_task("scoring", total=len(samples))

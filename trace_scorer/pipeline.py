@@ -112,9 +112,7 @@ class Pipeline:
         self.stats.record(outcomes)
         return SampleResult(sample, outcomes, self._kpi_names)
 
-    async def score_samples(
-        self, samples: Iterable[Sample], *, concurrency: int = 1
-    ) -> AsyncIterator[SampleResult]:
+    async def score_samples(self, samples: Iterable[Sample], *, concurrency: int = 1) -> AsyncIterator[SampleResult]:
         """Score many samples, ``concurrency`` at a time, yielding results in input order."""
         if concurrency <= 1:
             for sample in samples:
@@ -186,7 +184,9 @@ class Pipeline:
         if isinstance(output, Score | Skipped | Failed):
             produced: dict[str, Outcome] = dict.fromkeys(names, output)
         else:
-            produced = {name: output.get(name, Failed(f"{metric.name} returned no result for {name}")) for name in names}
+            produced = {
+                name: output.get(name, Failed(f"{metric.name} returned no result for {name}")) for name in names
+            }
         for name, outcome in produced.items():
             if isinstance(outcome, Score) and not (math.isfinite(outcome.value) and 0.0 <= outcome.value <= 1.0):
                 log.error("metric_value_out_of_range", metric=name, subject=subject, value=outcome.value)

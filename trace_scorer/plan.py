@@ -11,6 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,7 +23,7 @@ from trace_scorer.kpi.formulas import Kpi, build_kpi
 from trace_scorer.metrics.base import Metric, Resources
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
 
-AnyMetric = Metric  # type: ignore[type-arg]
+AnyMetric = Metric[Any]
 
 
 @dataclass

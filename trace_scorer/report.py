@@ -10,7 +10,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
-from trace_scorer.metrics.base import Failed, Skipped
+from trace_scorer.metrics.base import Failed, Score, Skipped
 from trace_scorer.pipeline import GroupResult, SampleResult
 
 SKIPPED_CELL = "–"
@@ -60,7 +60,7 @@ def _cell(result: SampleResult | GroupResult, name: str) -> str:
 
 
 def _summary_cell(results: Sequence[SampleResult], name: str) -> str:
-    values = [r.outcomes[name].value for r in results if name in r.outcomes and not isinstance(r.outcomes[name], Skipped | Failed)]  # type: ignore[union-attr]
+    values = [o.value for r in results if isinstance(o := r.outcomes.get(name), Score)]
     skipped = sum(isinstance(r.outcomes.get(name), Skipped) for r in results)
     failed = sum(isinstance(r.outcomes.get(name), Failed) for r in results)
     text = f"{sum(values) / len(values):.3f}" if values else SKIPPED_CELL

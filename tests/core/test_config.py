@@ -121,7 +121,8 @@ def test_missing_config_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "seconds"), [(30, 30.0), (1.5, 1.5), ("30s", 30.0), ("5m", 300.0), ("2h", 7200.0), ("250ms", 0.25), ("1d", 86400.0)]
+    ("value", "seconds"),
+    [(30, 30.0), (1.5, 1.5), ("30s", 30.0), ("5m", 300.0), ("2h", 7200.0), ("250ms", 0.25), ("1d", 86400.0)],
 )
 def test_durations(value: object, seconds: float) -> None:
     assert parse_duration(value) == seconds

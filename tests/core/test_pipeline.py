@@ -14,7 +14,9 @@ from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample
 
 
-def pipeline(registry: MetricRegistry, metrics: list[dict[str, Any]], kpis: list[dict[str, Any]] | None = None) -> Pipeline:
+def pipeline(
+    registry: MetricRegistry, metrics: list[dict[str, Any]], kpis: list[dict[str, Any]] | None = None
+) -> Pipeline:
     target = TargetSettings.model_validate({"name": "t", "metrics": metrics, "kpis": kpis or []})
     return Pipeline(build_plan(target, registry=registry))
 

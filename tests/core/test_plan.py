@@ -58,7 +58,8 @@ def test_config_hash_changes_with_options_only(toy_registry: MetricRegistry) -> 
         (
             [{"metric": "toy_metadata_value"}, {"metric": "toy_metadata_value"}],
             [],
-            r"targets\[0\]\.metrics\[1\]\.name: score name 'toy_metadata_value' is already used by targets\[0\]\.metrics\[0\]",
+            r"targets\[0\]\.metrics\[1\]\.name: score name 'toy_metadata_value' "
+            r"is already used by targets\[0\]\.metrics\[0\]",
         ),
         (
             [{"metric": "toy_metadata_value", "name": "a"}],
@@ -66,19 +67,32 @@ def test_config_hash_changes_with_options_only(toy_registry: MetricRegistry) -> 
             r"targets\[0\]\.kpis\[0\]\.name: score name 'a' is already used",
         ),
         (
-            [{"metric": "toy_share_above", "name": "s", "source": "x"}, {"metric": "toy_metadata_value", "name": "s_n"}],
+            [
+                {"metric": "toy_share_above", "name": "s", "source": "x"},
+                {"metric": "toy_metadata_value", "name": "s_n"},
+            ],
             [],
             r"score name 's_n' is already used",
         ),
-        ([{"metric": "toy_halved", "source": "ghost"}], [], r"targets\[0\]\.metrics\[0\]: reads 'ghost', which this target does not compute"),
         (
-            [{"metric": "toy_halved", "name": "a", "source": "b"}, {"metric": "toy_halved", "name": "b", "source": "a"}],
+            [{"metric": "toy_halved", "source": "ghost"}],
+            [],
+            r"targets\[0\]\.metrics\[0\]: reads 'ghost', which this target does not compute",
+        ),
+        (
+            [
+                {"metric": "toy_halved", "name": "a", "source": "b"},
+                {"metric": "toy_halved", "name": "b", "source": "a"},
+            ],
             [],
             r"targets\[0\]: metric dependency cycle: (a → b → a|b → a → b)",
         ),
         (
-            [{"metric": "toy_share_above", "name": "s", "source": "v"}, {"metric": "toy_metadata_value", "name": "v"},
-             {"metric": "toy_halved", "name": "h", "source": "s"}],
+            [
+                {"metric": "toy_share_above", "name": "s", "source": "v"},
+                {"metric": "toy_metadata_value", "name": "v"},
+                {"metric": "toy_halved", "name": "h", "source": "s"},
+            ],
             [],
             r"targets\[0\]\.metrics\[2\]: a per-sample metric cannot read the per-group result 's'",
         ),
@@ -89,7 +103,10 @@ def test_config_hash_changes_with_options_only(toy_registry: MetricRegistry) -> 
         ),
         (
             [{"metric": "toy_metadata_value", "name": "v"}],
-            [{"name": "k1", "formula": "expression", "expression": "k2 + v"}, {"name": "k2", "formula": "min", "metrics": ["k1"]}],
+            [
+                {"name": "k1", "formula": "expression", "expression": "k2 + v"},
+                {"name": "k2", "formula": "min", "metrics": ["k1"]},
+            ],
             r"targets\[0\]: KPI dependency cycle",
         ),
         (

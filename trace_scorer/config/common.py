@@ -46,9 +46,7 @@ SCORE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_ .()\-]{1,35}$")
 
 def check_score_name(name: str) -> str:
     if not SCORE_NAME_PATTERN.match(name):
-        raise ValueError(
-            f"{name!r} is not a valid score name: at most 35 characters of letters, digits, '_ .()-'"
-        )
+        raise ValueError(f"{name!r} is not a valid score name: at most 35 characters of letters, digits, '_ .()-'")
     return name
 
 

@@ -58,6 +58,13 @@ class Kpi:
         return Score(value=value, comment=f"{self.formula}: {self.description}", details={"inputs": values})
 
 
+def _average(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+_COMBINE: dict[str, Callable[[list[float]], float]] = {"average": _average, "min": min, "max": max}
+
+
 def _f1(precision: float, recall: float) -> float:
     # F1 is defined as 0 when both precision and recall are 0 (the usual convention, e.g. scikit-learn).
     total = precision + recall
@@ -72,11 +79,7 @@ def build_kpi(entry: KpiEntry, metric_names: tuple[str, ...]) -> Kpi:
             names = tuple(entry.metrics) if entry.metrics is not None else metric_names
             if not names:
                 raise ValueError("needs at least one metric")
-            combine: Callable[[list[float]], float] = {
-                "average": lambda xs: sum(xs) / len(xs),
-                "min": min,
-                "max": max,
-            }[entry.formula]
+            combine = _COMBINE[entry.formula]
             return Kpi(
                 entry.name,
                 entry.formula,

@@ -13,13 +13,14 @@ import pkgutil
 from collections.abc import Iterator
 from functools import lru_cache
 from importlib.metadata import entry_points
+from typing import Any
 
 import trace_scorer.metrics as builtin_package
 from trace_scorer.metrics.base import Metric
 
 ENTRY_POINT_GROUP = "trace_scorer.metrics"
 
-MetricClass = type[Metric]  # type: ignore[type-arg]
+MetricClass = type[Metric[Any]]
 
 
 class RegistryError(Exception):
