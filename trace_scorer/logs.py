@@ -9,6 +9,10 @@ from typing import Literal
 import structlog
 
 
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 def configure_logging(level: str = "INFO", fmt: Literal["auto", "console", "json"] = "auto") -> None:
     """Configure structlog (and the standard logging it may route through) once per process."""
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
@@ -25,7 +29,8 @@ def configure_logging(level: str = "INFO", fmt: Literal["auto", "console", "json
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Look sys.stderr up at each logger creation: it may be replaced (tests, daemons) after set-up.
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
