@@ -22,7 +22,6 @@ from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Outco
 from trace_scorer.metrics.tokens import Tokenizer
 from trace_scorer.sample import Sample
 
-
 _LABEL = {"f": "F", "precision": "precision", "recall": "recall"}
 
 
