@@ -6,6 +6,8 @@ import itertools
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from trace_scorer.metrics.base import Score
@@ -238,3 +240,51 @@ def test_registered_under_its_key() -> None:
     assert cls is ToolCallAccuracy
     assert cls.requires == ("tool_calls", "reference_tool_calls")
     assert cls.deterministic()
+
+
+def _brute_force_tp(actual: list[ToolCall], reference: list[ToolCall], threshold: float) -> int:
+    def matches(a: ToolCall, r: ToolCall) -> bool:
+        if a.name != r.name:
+            return False
+        if not r.arguments:
+            return True
+        hits = sum(1 for k, v in r.arguments.items() if k in a.arguments and a.arguments[k] == v)
+        return hits / len(r.arguments) >= threshold
+
+    best = 0
+    small, large, flip = (
+        (actual, reference, False) if len(actual) <= len(reference) else (reference, actual, True)
+    )
+    for perm in itertools.permutations(range(len(large)), len(small)):
+        tp = sum(
+            1
+            for i, j in enumerate(perm)
+            if (matches(large[j], small[i]) if flip else matches(small[i], large[j]))
+        )
+        best = max(best, tp)
+    return best
+
+
+calls_strategy = st.lists(
+    st.builds(
+        lambda name, args: ToolCall(name=name, arguments=args),
+        st.sampled_from(["a", "b"]),
+        st.dictionaries(st.sampled_from(["x", "y", "z"]), st.integers(0, 1), max_size=3),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls_strategy, calls_strategy, st.sampled_from([0.5, 0.6, 1.0]), st.randoms(use_true_random=False))
+def test_flexible_tp_is_the_maximum_matching_whatever_the_order(
+    actual: list[ToolCall], reference: list[ToolCall], threshold: float, rnd: Any
+) -> None:
+    m = metric(mode="flexible", argument_match_threshold=threshold)
+    result = m.compute(actual, reference)
+    if actual and reference:
+        assert result.details["tp"] == _brute_force_tp(actual, reference, threshold)
+    shuffled_a, shuffled_r = list(actual), list(reference)
+    rnd.shuffle(shuffled_a)
+    rnd.shuffle(shuffled_r)
+    assert m.compute(shuffled_a, shuffled_r).value == pytest.approx(result.value)

@@ -53,12 +53,11 @@ async def test_perfect_run_without_sequence_requirement() -> None:
         "value": None,
         "weight": 0.25,
         "included": False,
-        "reason": "order not required (option sequence_matters is false)",
+        "reason": "sequence_matters is false",
     }
     assert comps["utilization"]["value"] == 1.0
     assert result.comment == (
-        "selection 1.00, parameters 1.00, utilization 1.00; "
-        "left out: sequence (order not required (option sequence_matters is false))"
+        "selection 1.00, parameters 1.00, utilization 1.00; left out: sequence (sequence_matters is false)"
     )
 
 
@@ -144,6 +143,8 @@ async def test_sample_flag_overrides_sequence_option(option: bool, flag: bool | 
     )
     result = await score(s, sequence_matters=option)
     assert components(result)["sequence"]["included"] is included
+    if flag is False:
+        assert components(result)["sequence"]["reason"] == "the sample's tool_sequence_matters is false"
     # selection 1, parameters 1, sequence 1 - 1/2 (one adjacent transposition)
     assert result.value == (pytest.approx(2.5 / 3) if included else 1.0)
 
@@ -293,3 +294,20 @@ def test_registered_and_requires_both_call_lists() -> None:
     m = metric()
     assert m.missing_inputs(sample(tool_calls=[])) == ["reference_tool_calls"]
     assert m.missing_inputs(sample(tool_calls=[], reference_tool_calls=[])) == []
+
+
+async def test_docs_example() -> None:
+    weather = call(
+        "get_weather", result={"temperature": 22, "condition": "sunny"}, city="Tokyo", units="celsius"
+    )
+    s = sample(
+        messages=USER,
+        tool_calls=[weather],
+        reference_tool_calls=[call("get_weather", city="Tokyo", units="fahrenheit")],
+        response="It is 22 degrees and sunny.",
+    )
+    result = await score(s)
+    assert result.value == pytest.approx(2.5 / 3)
+    assert result.comment == (
+        "selection 1.00, parameters 0.50, utilization 1.00; left out: sequence (sequence_matters is false)"
+    )

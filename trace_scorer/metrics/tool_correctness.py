@@ -226,8 +226,12 @@ class ToolCorrectness(Metric[ToolCorrectnessOptions]):
         if matters is None:
             matters, source = self.options.sequence_matters, "option"
         if not matters:
-            why = "the sample says" if source == "sample" else "option sequence_matters is false"
-            return _component(None, weight, f"order not required ({why})")
+            why = (
+                "the sample's tool_sequence_matters is false"
+                if source == "sample"
+                else "sequence_matters is false"
+            )
+            return _component(None, weight, why)
         actual_names = [c.name for c in actual]
         reference_names = [c.name for c in reference]
         distance = OSA.distance(actual_names, reference_names)
