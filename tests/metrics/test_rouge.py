@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from rouge_score.rouge_scorer import RougeScorer
 
@@ -70,6 +73,42 @@ async def test_english_equals_rouge_score_itself(variant: str, stemmer: str) -> 
         assert ours["precision"] == pytest.approx(theirs.precision)
         assert ours["recall"] == pytest.approx(theirs.recall)
         assert ours["f"] == pytest.approx(theirs.fmeasure)
+
+
+WORDS = ["the", "fox", "jumps", "jumped", "over", "dog", "lazy", "a", "runs", "running", "42", "x"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(WORDS), max_size=30),
+    st.lists(st.sampled_from(WORDS), max_size=30),
+    st.sampled_from(["rougeL", "rouge1", "rouge2"]),
+    st.sampled_from(["none", "porter"]),
+)
+def test_arithmetic_equals_rouge_score_on_random_english(
+    expected: list[str], response: list[str], variant: str, stemmer: str
+) -> None:
+    expected_text, response_text = " ".join(expected), " ".join(response)
+    outcome = metric(variant=variant, stemmer=stemmer).compute(expected_text, response_text)
+    theirs = RougeScorer([variant], use_stemmer=stemmer == "porter").score(expected_text, response_text)[
+        variant
+    ]
+    if not expected:
+        assert isinstance(outcome, Skipped)
+        return
+    assert isinstance(outcome, Score)
+    assert outcome.details["precision"] == pytest.approx(theirs.precision)
+    assert outcome.details["recall"] == pytest.approx(theirs.recall)
+    assert outcome.details["f"] == pytest.approx(theirs.fmeasure)
+
+
+async def test_long_texts_are_fast() -> None:
+    # rouge-score's pure-Python LCS table takes ~0.2 s for 1,000-token texts; ours must not block the loop.
+    words = [f"w{i % 300}" for i in range(0, 7000, 7)]
+    expected, response = " ".join(words), " ".join(reversed(words))
+    start = time.perf_counter()
+    await score(expected, response)
+    assert time.perf_counter() - start < 0.05
 
 
 @pytest.mark.parametrize("variant", ["rougeL", "rouge1", "rouge2"])

@@ -73,13 +73,3 @@ def word_runs(text: str) -> list[str]:
 def has_cjk(token: str) -> bool:
     """Whether ``token`` contains a Han, Kana or Hangul character."""
     return _CJK_CHAR.search(token) is not None
-
-
-class Tokenizer:
-    """Our tokenizer behind the ``tokenize(text)`` interface that rouge-score's ``RougeScorer`` accepts."""
-
-    def __init__(self, stemmer: Stemmer = "none") -> None:
-        self.stemmer: Stemmer = stemmer
-
-    def tokenize(self, text: str) -> list[str]:
-        return tokenize(text, self.stemmer)
