@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from pydantic import Field, field_validator
@@ -105,33 +105,33 @@ def _is_empty_result(result: Any) -> bool:
     return False
 
 
-def _result_texts(result: Any) -> Iterator[str]:
-    """The texts of a tool result's values (keys left out); JSON strings are looked into."""
+def _collect_texts(result: Any, out: list[str]) -> None:
+    """Append the texts of a tool result's values (keys left out); JSON strings are looked into."""
     if isinstance(result, str):
-        stripped = result.lstrip()
-        if stripped[:1] in ("{", "["):
+        if result.lstrip()[:1] in ("{", "["):
             try:
                 parsed = json.loads(result)
             except ValueError:
-                yield result
+                out.append(result)
                 return
-            yield from _result_texts(parsed)
+            _collect_texts(parsed, out)
         else:
-            yield result
+            out.append(result)
     elif isinstance(result, dict):
         for value in result.values():
-            yield from _result_texts(value)
+            _collect_texts(value, out)
     elif isinstance(result, list):
         for value in result:
-            yield from _result_texts(value)
-    elif isinstance(result, bool) or result is None:
-        return
-    else:
-        yield str(result)
+            _collect_texts(value, out)
+    elif not (isinstance(result, bool) or result is None):
+        out.append(str(result))
 
 
-def _salient(token: str, user_tokens: set[str]) -> bool:
-    return (token.isdecimal() or len(token) >= 4) and token not in user_tokens
+def _result_text(result: Any) -> str:
+    """A tool result's values as one text, one value per line (one tokenizer pass per result)."""
+    texts: list[str] = []
+    _collect_texts(result, texts)
+    return "\n".join(texts)
 
 
 class ToolCorrectness(Metric[ToolCorrectnessOptions]):
@@ -259,14 +259,15 @@ class ToolCorrectness(Metric[ToolCorrectnessOptions]):
         for result in results:
             salient = {
                 token
-                for text in _result_texts(result)
-                for token in word_runs(text)
-                if _salient(token, user_tokens)
+                for token in word_runs(_result_text(result))
+                if (token.isdecimal() or len(token) >= 4) and token not in user_tokens
             }
             if not salient:
                 continue
             checked += 1
-            if any(t in response_tokens or (has_cjk(t) and t in response) for t in salient):
+            if any(
+                t in response_tokens or (not t.isascii() and has_cjk(t) and t in response) for t in salient
+            ):
                 used += 1
         if not checked:
             return _component(None, weight, "tool results have no salient tokens")
