@@ -23,7 +23,7 @@ from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricRegistry, RegistryError, default_registry
 from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, build_plan
-from trace_scorer.report import print_table, write_json_lines
+from trace_scorer.report import print_table, table_console, write_json_lines
 from trace_scorer.sample import Sample
 
 EXIT_OK, EXIT_NOTHING_READ, EXIT_CONFIG = 0, 1, 2
@@ -145,7 +145,7 @@ def run_score(args: argparse.Namespace) -> int:
     else:
         columns = plan.sample_score_names() + [k.name for k in plan.sample_kpis]
         group_columns = plan.sample_score_names() + plan.group_score_names() + [k.name for k in plan.group_kpis]
-        console = Console()
+        console = table_console()
         console.print(f"[bold]target {target.name}[/bold]: {len(results)} samples", highlight=False)
         print_table(console, columns, results, groups, group_columns)
     return EXIT_OK

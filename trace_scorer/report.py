@@ -68,6 +68,12 @@ def _summary_cell(results: Sequence[SampleResult], name: str) -> str:
     return f"{text} ({', '.join(extras)})" if extras else text
 
 
+def table_console() -> Console:
+    """A console for the table: the terminal's width, or unbounded when piped (rich would assume 80)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=100_000)
+
+
 def print_table(
     console: Console,
     columns: Sequence[str],
@@ -77,19 +83,19 @@ def print_table(
 ) -> None:
     """One row per sample, one column per score, a summary row of means; then groups; then why things were skipped."""
     table = Table(show_footer=True)
-    table.add_column("sample", footer=f"mean of {len(samples)}", overflow="fold")
+    table.add_column("sample", footer=f"mean of {len(samples)}", no_wrap=True)
     for name in columns:
-        table.add_column(name, justify="right", footer=_summary_cell(samples, name))
+        table.add_column(name, justify="right", footer=_summary_cell(samples, name), no_wrap=True)
     for result in samples:
         table.add_row(result.sample.id, *(_cell(result, name) for name in columns))
     console.print(table)
 
     if groups:
         group_table = Table(title="groups", title_justify="left")
-        group_table.add_column("group")
-        group_table.add_column("samples", justify="right")
+        group_table.add_column("group", no_wrap=True)
+        group_table.add_column("samples", justify="right", no_wrap=True)
         for name in group_columns:
-            group_table.add_column(name, justify="right")
+            group_table.add_column(name, justify="right", no_wrap=True)
         for group in groups:
             group_table.add_row(group.key, str(group.size), *(_cell(group, name) for name in group_columns))
         console.print(group_table)
