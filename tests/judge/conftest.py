@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -14,13 +15,18 @@ from trace_scorer.metrics.base import Metric, Resources
 
 
 class SleepRecorder:
-    """Stands in for asyncio.sleep: records the waits, returns at once (tests stay fast)."""
+    """Stands in for asyncio.sleep: records the waits and advances a virtual clock, returning at once."""
 
     def __init__(self) -> None:
         self.waits: list[float] = []
+        self._slept = 0.0
 
     async def __call__(self, seconds: float) -> None:
         self.waits.append(seconds)
+        self._slept += seconds
+
+    def clock(self) -> float:
+        return time.monotonic() + self._slept
 
 
 @pytest.fixture
@@ -45,7 +51,9 @@ async def make_judge(sleeps: SleepRecorder) -> AsyncIterator[JudgeFactory]:
 
     async def factory(*providers: dict[str, Any], **judge_options: Any) -> Judge:
         environ = {p["api_key_env"]: "sk-test" for p in providers if p.get("api_key_env")}
-        judge = build_judge(settings(*providers, **judge_options), environ=environ, sleep=sleeps)
+        judge = build_judge(
+            settings(*providers, **judge_options), environ=environ, sleep=sleeps, clock=sleeps.clock
+        )
         assert judge is not None
         built.append(judge)
         return judge

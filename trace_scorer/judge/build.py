@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from trace_scorer.config.common import ConfigError
 from trace_scorer.config.settings import Settings
@@ -62,12 +63,14 @@ def build_judge(
     tracing_default: bool = False,
     environ: Mapping[str, str] | None = None,
     sleep: Sleep = asyncio.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Judge | None:
     """The judge for these settings, or None when no provider lists a chat model.
 
     ``tracing_default`` applies when ``judge.tracing`` is unset: the worker passes True, offline
     ``score`` False. Raises :class:`ConfigError` for a missing API key, a duplicate provider name, or
-    tracing without Langfuse keys. Call ``await judge.aclose()`` at shutdown.
+    tracing without Langfuse keys. Call ``await judge.aclose()`` at shutdown. ``sleep`` and ``clock``
+    are the waits' time source (tests pass a virtual one so back-offs take no real time).
     """
     environ = os.environ if environ is None else environ
     names: set[str] = set()
@@ -89,5 +92,7 @@ def build_judge(
     keys = [_api_key(i, p.name, p.api_key_env, environ) for i, p in chat]
     tracing = judge_settings.tracing if judge_settings.tracing is not None else tracing_default
     tracer = _tracer(settings, tracing)
-    providers = [Provider(p, key, retry, sleep=sleep) for (_, p), key in zip(chat, keys, strict=True)]
+    providers = [
+        Provider(p, key, retry, sleep=sleep, clock=clock) for (_, p), key in zip(chat, keys, strict=True)
+    ]
     return Judge(judge_settings, providers, tracer=tracer)

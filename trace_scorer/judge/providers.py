@@ -9,7 +9,7 @@ are ours to honour and count. When an endpoint rejects ``response_format`` the m
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,11 +74,14 @@ class Provider:
         retry: RetryPolicy,
         *,
         sleep: Sleep,
+        clock: Callable[[], float] = time.monotonic,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.name = settings.name
         self.settings = settings
-        self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep)
+        self.limits = ProviderLimits(
+            settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock
+        )
         self._retry = retry
         pool = httpx.Limits(
             max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency

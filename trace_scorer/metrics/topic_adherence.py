@@ -159,7 +159,7 @@ class TopicAdherence(JudgedMetric[TopicAdherenceOptions]):
             values = scores(answer)
             if values is None:
                 return ModelVerdict(None, "no topics", "no topics extracted from the conversation", extra)
-            extra.update({k: round(v, 6) for k, v in values.items()})
+            extra.update(values)
             off = [t.topic for t in answer.topics if not t.on_topic]
             reasoning = f"{len(answer.topics) - len(off)}/{len(answer.topics)} topics on-topic"
             if off:
@@ -180,7 +180,7 @@ def _means(result: PanelResult) -> dict[str, float]:
     rows = [v.extra for v in result.verdicts.values() if v.value is not None]
     if not rows:
         return {}
-    return {k: round(sum(r[k] for r in rows) / len(rows), 6) for k in ("precision", "recall", "f1")}
+    return {k: sum(r[k] for r in rows) / len(rows) for k in ("precision", "recall", "f1")}
 
 
 def _summary(result: PanelResult, reference: list[str]) -> str:
