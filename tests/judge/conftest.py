@@ -1,4 +1,4 @@
-"""Fixtures: a respx-mocked OpenAI-compatible endpoint and judges built from settings, with sleeps recorded."""
+"""Fixtures: a respx-mocked OpenAI-compatible endpoint, and judges whose waits are recorded, not slept."""
 
 from __future__ import annotations
 

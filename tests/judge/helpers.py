@@ -107,12 +107,17 @@ def booking_sample(**fields: Any) -> Sample:
         Message(
             role="assistant",
             content="I'll help you book a flight to Paris.",
-            tool_calls=[ToolCall(name="search_flights", arguments={"destination": "Paris", "date": "Monday"})],
+            tool_calls=[
+                ToolCall(name="search_flights", arguments={"destination": "Paris", "date": "Monday"})
+            ],
         ),
         Message(role="tool", content="Found: Air France at 10:00 for $450"),
         Message(role="assistant", content="Best option: Air France at 10:00 for $450. Book it?"),
         Message(role="user", content="Yes, please book it"),
-        Message(role="assistant", content="Done! Booked Air France to Paris on Monday at 10:00. Confirmation AF12345."),
+        Message(
+            role="assistant",
+            content="Done! Booked Air France to Paris on Monday at 10:00. Confirmation AF12345.",
+        ),
     ]
     values: dict[str, Any] = {"id": "s1", "trace_id": "t1", "messages": messages}
     values.update(fields)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.judge.conftest import make_metric
+from tests.judge.conftest import JudgeFactory, make_metric
 from tests.judge.helpers import ScriptedLLM, booking_sample, provider, verdict
 from trace_scorer.metrics.agent_goal_accuracy import AgentGoalAccuracy
 from trace_scorer.metrics.base import Score, Skipped
@@ -19,7 +19,9 @@ def inference(goal: str = "book a flight to Paris on Monday", end: str = "flight
     return json.dumps({"user_goal": goal, "end_state": end})
 
 
-async def test_with_reference_one_call_per_model_mean_of_verdicts(llm: ScriptedLLM, make_judge) -> None:
+async def test_with_reference_one_call_per_model_mean_of_verdicts(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("a", verdict(1, "Booked with confirmation AF12345."))
     llm.on("b", verdict(1, "The flight was booked."))
     llm.on("c", verdict(0, "No payment confirmed."))
@@ -41,7 +43,7 @@ async def test_with_reference_one_call_per_model_mean_of_verdicts(llm: ScriptedL
     assert "[a: reached, b: reached, c: not reached]" in outcome.comment
 
 
-async def test_without_reference_two_calls_per_model(llm: ScriptedLLM, make_judge) -> None:
+async def test_without_reference_two_calls_per_model(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", inference(), verdict(1, "end state matches the goal"))
     llm.on("b", inference(end="flight only searched"), verdict(0, "nothing booked"))
     judge = await make_judge(provider("p", "a", "b"))
@@ -69,7 +71,7 @@ async def test_without_reference_two_calls_per_model(llm: ScriptedLLM, make_judg
     [(REFERENCE, "with_reference", 1), (None, "without_reference", 2), ("  ", "without_reference", 2)],
 )
 async def test_auto_mode_uses_the_reference_when_there_is_one(
-    llm: ScriptedLLM, make_judge, reference: str | None, expected_mode: str, calls: int
+    llm: ScriptedLLM, make_judge: JudgeFactory, reference: str | None, expected_mode: str, calls: int
 ) -> None:
     def answer(body: dict[str, object]) -> str:
         name = body["response_format"]["json_schema"]["name"]  # type: ignore[index]
@@ -83,21 +85,23 @@ async def test_auto_mode_uses_the_reference_when_there_is_one(
     assert len(llm.requests) == calls
 
 
-async def test_with_reference_mode_skips_without_reference(llm: ScriptedLLM, make_judge) -> None:
+async def test_with_reference_mode_skips_without_reference(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     judge = await make_judge(provider("p", "a"))
     outcome = await make_metric(AgentGoalAccuracy, judge, mode="with_reference").score(booking_sample(), {})
     assert isinstance(outcome, Skipped) and "reference" in outcome.reason
     assert llm.requests == []
 
 
-async def test_empty_conversation_is_skipped(llm: ScriptedLLM, make_judge) -> None:
+async def test_empty_conversation_is_skipped(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     judge = await make_judge(provider("p", "a"))
     outcome = await make_metric(AgentGoalAccuracy, judge).score(Sample(id="x", messages=[]), {})
     assert isinstance(outcome, Skipped)
     assert llm.requests == []
 
 
-async def test_russian_conversation_with_russian_prompts(llm: ScriptedLLM, make_judge) -> None:
+async def test_russian_conversation_with_russian_prompts(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1, "Рейс забронирован, есть номер подтверждения."))
     judge = await make_judge(provider("p", "a"), language="ru")
     sample = Sample(

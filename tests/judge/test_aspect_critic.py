@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tests.judge.conftest import make_metric
+from tests.judge.conftest import JudgeFactory, make_metric
 from tests.judge.helpers import ScriptedLLM, booking_sample, provider, verdict
 from trace_scorer.metrics.aspect_critic import AspectCritic, majority
 from trace_scorer.metrics.base import Score, Skipped
@@ -15,12 +15,14 @@ A = "openrouter/model-a"
 B = "openrouter/model-b"
 
 
-async def test_seed_strictness_example(llm: ScriptedLLM, make_judge) -> None:
+async def test_seed_strictness_example(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     """Seed 003: model A votes [PASS, PASS, FAIL] → 1, model B [FAIL, FAIL, PASS] → 0, value 0.5."""
     llm.on("model-a", verdict(1, "has a date"), verdict(1, "has a date"), verdict(0, "no date"))
     llm.on("model-b", verdict(0, "no year"), verdict(0, "no year"), verdict(1, "1889"))
     judge = await make_judge(provider("openrouter", "model-a", "model-b"))
-    metric = make_metric(AspectCritic, judge, "has_date", definition="The answer contains a date", strictness=3)
+    metric = make_metric(
+        AspectCritic, judge, "has_date", definition="The answer contains a date", strictness=3
+    )
 
     outcome = await metric.score(booking_sample(), {})
 
@@ -37,7 +39,7 @@ async def test_seed_strictness_example(llm: ScriptedLLM, make_judge) -> None:
     assert "model-a: pass" in outcome.comment and "model-b: fail" in outcome.comment
 
 
-async def test_five_models_two_pass_is_040(llm: ScriptedLLM, make_judge) -> None:
+async def test_five_models_two_pass_is_040(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     """Seed 003 aggregation: 2 PASS + 3 FAIL over five models = 0.40."""
     names = [f"m{i}" for i in range(5)]
     for i, name in enumerate(names):
@@ -49,7 +51,7 @@ async def test_five_models_two_pass_is_040(llm: ScriptedLLM, make_judge) -> None
     assert outcome.comment.startswith("3/5 models: does not meet the criterion")
 
 
-async def test_strictness_one_uses_the_judge_temperature(llm: ScriptedLLM, make_judge) -> None:
+async def test_strictness_one_uses_the_judge_temperature(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("model-a", verdict(1))
     judge = await make_judge(provider("openrouter", "model-a"), temperature=0.0)
     outcome = await make_metric(AspectCritic, judge, definition="Polite").score(booking_sample(), {})
@@ -60,7 +62,9 @@ async def test_strictness_one_uses_the_judge_temperature(llm: ScriptedLLM, make_
     assert outcome.comment == "1/1 model: meets the criterion — because"
 
 
-async def test_definition_is_in_the_instructions_not_the_data(llm: ScriptedLLM, make_judge) -> None:
+async def test_definition_is_in_the_instructions_not_the_data(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("model-a", verdict(1))
     judge = await make_judge(provider("openrouter", "model-a"))
     await make_metric(AspectCritic, judge, definition="No harmful content").score(booking_sample(), {})
@@ -68,7 +72,9 @@ async def test_definition_is_in_the_instructions_not_the_data(llm: ScriptedLLM, 
     assert user.index("No harmful content") < user.index("<<<BEGIN CONVERSATION")
 
 
-async def test_response_only_sample_is_judged_on_the_response(llm: ScriptedLLM, make_judge) -> None:
+async def test_response_only_sample_is_judged_on_the_response(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("model-a", verdict(0))
     judge = await make_judge(provider("openrouter", "model-a"))
     sample = Sample(id="r", response="The Eiffel Tower is in Paris and very tall.")
@@ -78,7 +84,7 @@ async def test_response_only_sample_is_judged_on_the_response(llm: ScriptedLLM, 
     assert "<<<BEGIN RESPONSE" in user and "very tall" in user and "CONVERSATION" not in user
 
 
-async def test_nothing_to_judge_is_skipped(llm: ScriptedLLM, make_judge) -> None:
+async def test_nothing_to_judge_is_skipped(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     judge = await make_judge(provider("openrouter", "model-a"))
     outcome = await make_metric(AspectCritic, judge, definition="x").score(Sample(id="e"), {})
     assert isinstance(outcome, Skipped)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.judge.conftest import make_metric
+from tests.judge.conftest import JudgeFactory, make_metric
 from tests.judge.helpers import provider, settings
 from trace_scorer.config import ConfigError, load_settings
 from trace_scorer.judge import NO_JUDGE_MESSAGE, Judge, build_judge
@@ -48,17 +48,19 @@ def test_settings_from_toml(tmp_path: Path) -> None:
     assert first.timeout == 45.0 and first.requests_per_minute == 600 and first.max_concurrency == 8
     assert first.prices["google/gemini-2.5-flash"].cost(1_000_000, 1_000_000) == pytest.approx(2.80)
     assert second.structured_output == "json_object" and second.api_key_env is None
-    assert loaded.judge.language == "ru" and loaded.judge.temperature == 0.0 and loaded.judge.max_tokens == 1000
+    assert (
+        loaded.judge.language == "ru" and loaded.judge.temperature == 0.0 and loaded.judge.max_tokens == 1000
+    )
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ("name = \"open/router\"", "name"),
-        ("structured_output = \"xml\"", "structured_output"),
-        ("base_url = \"openrouter.ai\"", "not an http(s) URL"),
-        ("chat_models = [\"a\", \"a\"]", "listed twice"),
-        ("api_key = \"sk-secret\"", "unknown key"),
+        ('name = "open/router"', "name"),
+        ('structured_output = "xml"', "structured_output"),
+        ('base_url = "openrouter.ai"', "not an http(s) URL"),
+        ('chat_models = ["a", "a"]', "listed twice"),
+        ('api_key = "sk-secret"', "unknown key"),
     ],
 )
 def test_bad_provider_settings(tmp_path: Path, change: str, message: str) -> None:
@@ -131,7 +133,7 @@ def test_tracing_needs_langfuse_keys() -> None:
 # --- the metric seam ------------------------------------------------------------------------
 
 
-async def test_models_option_picks_a_subset_and_is_checked(make_judge) -> None:
+async def test_models_option_picks_a_subset_and_is_checked(make_judge: JudgeFactory) -> None:
     judge = await make_judge(provider("openrouter", "google/gemini-2.5-flash", "openai/gpt-4o-mini"))
     metric = make_metric(AspectCritic, judge, definition="x", models=["openrouter/openai/gpt-4o-mini"])
     assert metric.models() == ("openrouter/openai/gpt-4o-mini",)
@@ -150,7 +152,9 @@ def test_models_option_cannot_be_empty() -> None:
         TopicAdherence.Options(models=[])
 
 
-async def test_fingerprint_has_prompt_versions_and_judge_configuration(make_judge, monkeypatch) -> None:
+async def test_fingerprint_has_prompt_versions_and_judge_configuration(
+    make_judge: JudgeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     english = await make_judge(provider("p", "a", "b"))
     russian = await make_judge(provider("p", "a", "b"), language="ru")
     metric = make_metric(AgentGoalAccuracy, english)

@@ -7,12 +7,14 @@ import asyncio
 import email.utils
 import json
 import time
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.judge.conftest import SleepRecorder, make_metric
+from tests.judge.conftest import JudgeFactory, SleepRecorder, make_metric
 from tests.judge.helpers import ScriptedLLM, booking_sample, completion, error, provider, verdict
+from trace_scorer.judge import Judge
 from trace_scorer.metrics.agent_goal_accuracy import AgentGoalAccuracy
 from trace_scorer.metrics.aspect_critic import AspectCritic
 from trace_scorer.metrics.base import Failed, Score
@@ -21,14 +23,17 @@ from trace_scorer.sample import Message, Sample
 DEFINITION = "The answer contains a specific date or year"
 
 
-def critic(judge, **options):  # type: ignore[no-untyped-def]
-    return make_metric(AspectCritic, judge, "has_date", definition=DEFINITION, **options)
+def critic(judge: Judge, **options: Any) -> AspectCritic:
+    metric: AspectCritic = make_metric(AspectCritic, judge, "has_date", definition=DEFINITION, **options)
+    return metric
 
 
 # --- answers that do not validate -------------------------------------------------------------
 
 
-async def test_invalid_answer_is_asked_again_then_accepted(llm: ScriptedLLM, make_judge) -> None:
+async def test_invalid_answer_is_asked_again_then_accepted(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("a", '{"reasoning": "looks fine", "verdict": "yes"}', verdict(1, "mentions Monday"))
     judge = await make_judge(provider("p", "a"))
 
@@ -47,7 +52,9 @@ async def test_invalid_answer_is_asked_again_then_accepted(llm: ScriptedLLM, mak
 
 
 @pytest.mark.parametrize("bad", ["not json at all", "", '{"verdict": 1}', '{"reasoning": "x", "verdict": 2}'])
-async def test_answer_never_validating_fails_without_a_score(llm: ScriptedLLM, make_judge, bad: str) -> None:
+async def test_answer_never_validating_fails_without_a_score(
+    llm: ScriptedLLM, make_judge: JudgeFactory, bad: str
+) -> None:
     llm.on("a", bad)
     judge = await make_judge(provider("p", "a"), validation_retries=2)
 
@@ -64,7 +71,9 @@ async def test_answer_never_validating_fails_without_a_score(llm: ScriptedLLM, m
 # --- transport retries ----------------------------------------------------------------------
 
 
-async def test_429_retry_after_is_honoured(llm: ScriptedLLM, make_judge, sleeps: SleepRecorder) -> None:
+async def test_429_retry_after_is_honoured(
+    llm: ScriptedLLM, make_judge: JudgeFactory, sleeps: SleepRecorder
+) -> None:
     llm.on("a", error(429, "slow down", {"Retry-After": "7"}), verdict(1))
     judge = await make_judge(provider("p", "a"))
     outcome = await critic(judge).score(booking_sample(), {})
@@ -73,7 +82,9 @@ async def test_429_retry_after_is_honoured(llm: ScriptedLLM, make_judge, sleeps:
     assert len(llm.requests) == 2
 
 
-async def test_retry_after_ms_and_http_date(llm: ScriptedLLM, make_judge, sleeps: SleepRecorder) -> None:
+async def test_retry_after_ms_and_http_date(
+    llm: ScriptedLLM, make_judge: JudgeFactory, sleeps: SleepRecorder
+) -> None:
     later = email.utils.formatdate(time.time() + 20, usegmt=True)
     llm.on(
         "a",
@@ -87,7 +98,9 @@ async def test_retry_after_ms_and_http_date(llm: ScriptedLLM, make_judge, sleeps
     assert 17 <= sleeps.waits[1] <= 20
 
 
-async def test_5xx_backs_off_exponentially(llm: ScriptedLLM, make_judge, sleeps: SleepRecorder) -> None:
+async def test_5xx_backs_off_exponentially(
+    llm: ScriptedLLM, make_judge: JudgeFactory, sleeps: SleepRecorder
+) -> None:
     llm.on("a", error(503), error(502), error(500), verdict(0))
     judge = await make_judge(provider("p", "a"))
     outcome = await critic(judge).score(booking_sample(), {})
@@ -97,7 +110,7 @@ async def test_5xx_backs_off_exponentially(llm: ScriptedLLM, make_judge, sleeps:
         assert base <= wait <= base + 1  # 2 s, ×2, plus up to 1 s of jitter
 
 
-async def test_back_off_is_capped(llm: ScriptedLLM, make_judge, sleeps: SleepRecorder) -> None:
+async def test_back_off_is_capped(llm: ScriptedLLM, make_judge: JudgeFactory, sleeps: SleepRecorder) -> None:
     llm.on("a", error(503))
     judge = await make_judge(provider("p", "a"), retry_attempts=7)
     outcome = await critic(judge).score(booking_sample(), {})
@@ -107,7 +120,7 @@ async def test_back_off_is_capped(llm: ScriptedLLM, make_judge, sleeps: SleepRec
     assert "HTTP 503" in outcome.reason and "after 7 attempts" in outcome.reason
 
 
-async def test_timeouts_are_retried(make_judge, sleeps: SleepRecorder) -> None:
+async def test_timeouts_are_retried(make_judge: JudgeFactory, sleeps: SleepRecorder) -> None:
     import respx
 
     calls = 0
@@ -126,7 +139,9 @@ async def test_timeouts_are_retried(make_judge, sleeps: SleepRecorder) -> None:
     assert isinstance(outcome, Score) and calls == 2 and len(sleeps.waits) == 1
 
 
-async def test_client_errors_are_not_retried(llm: ScriptedLLM, make_judge, sleeps: SleepRecorder) -> None:
+async def test_client_errors_are_not_retried(
+    llm: ScriptedLLM, make_judge: JudgeFactory, sleeps: SleepRecorder
+) -> None:
     llm.on("a", error(401, "invalid api key"))
     judge = await make_judge(provider("p", "a"))
     outcome = await critic(judge).score(booking_sample(), {})
@@ -134,7 +149,9 @@ async def test_client_errors_are_not_retried(llm: ScriptedLLM, make_judge, sleep
     assert len(llm.requests) == 1 and sleeps.waits == []
 
 
-async def test_too_long_retry_after_fails_now(llm: ScriptedLLM, make_judge, sleeps: SleepRecorder) -> None:
+async def test_too_long_retry_after_fails_now(
+    llm: ScriptedLLM, make_judge: JudgeFactory, sleeps: SleepRecorder
+) -> None:
     llm.on("a", error(429, "daily quota exhausted", {"Retry-After": "86400"}))
     judge = await make_judge(provider("p", "a"), max_retry_after="5m")
     outcome = await critic(judge).score(booking_sample(), {})
@@ -145,7 +162,7 @@ async def test_too_long_retry_after_fails_now(llm: ScriptedLLM, make_judge, slee
 # --- some or all models failing -------------------------------------------------------------
 
 
-async def test_one_model_of_three_failing_is_left_out(llm: ScriptedLLM, make_judge) -> None:
+async def test_one_model_of_three_failing_is_left_out(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1, "it says Monday"))
     llm.on("b", verdict(0, "no calendar date"))
     llm.on("c", error(500, "upstream down"))
@@ -161,7 +178,7 @@ async def test_one_model_of_three_failing_is_left_out(llm: ScriptedLLM, make_jud
     assert len(llm.for_model("c")) == 6  # retried to the configured limit first
 
 
-async def test_all_models_failing_is_a_failure(llm: ScriptedLLM, make_judge) -> None:
+async def test_all_models_failing_is_a_failure(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", error(503))
     llm.on("b", "garbage")
     judge = await make_judge(provider("p", "a", "b"))
@@ -172,7 +189,7 @@ async def test_all_models_failing_is_a_failure(llm: ScriptedLLM, make_judge) -> 
     assert outcome.details["models"] == {}
 
 
-async def test_a_model_losing_one_vote_is_left_out(llm: ScriptedLLM, make_judge) -> None:
+async def test_a_model_losing_one_vote_is_left_out(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1), error(400, "context length exceeded"), verdict(1))
     llm.on("b", verdict(0))
     judge = await make_judge(provider("p", "a", "b"))
@@ -186,7 +203,7 @@ async def test_a_model_losing_one_vote_is_left_out(llm: ScriptedLLM, make_judge)
 # --- the cache ------------------------------------------------------------------------------
 
 
-async def test_identical_request_is_served_from_the_cache(llm: ScriptedLLM, make_judge) -> None:
+async def test_identical_request_is_served_from_the_cache(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1, "first"), verdict(0, "second"))
     judge = await make_judge(provider("p", "a"))
     metric = critic(judge)
@@ -202,7 +219,9 @@ async def test_identical_request_is_served_from_the_cache(llm: ScriptedLLM, make
     assert len(llm.requests) == 2
 
 
-async def test_concurrent_identical_requests_share_one_call(llm: ScriptedLLM, make_judge) -> None:
+async def test_concurrent_identical_requests_share_one_call(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("a", verdict(1))
     judge = await make_judge(provider("p", "a"))
     results = await asyncio.gather(*(critic(judge).score(booking_sample(), {}) for _ in range(5)))
@@ -211,7 +230,7 @@ async def test_concurrent_identical_requests_share_one_call(llm: ScriptedLLM, ma
     assert judge.cache_stats["hits"] == 4
 
 
-async def test_votes_are_never_one_answer_replayed(llm: ScriptedLLM, make_judge) -> None:
+async def test_votes_are_never_one_answer_replayed(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1), verdict(0), verdict(1))
     judge = await make_judge(provider("p", "a"))
     outcome = await critic(judge, strictness=3).score(booking_sample(), {})
@@ -224,7 +243,7 @@ async def test_votes_are_never_one_answer_replayed(llm: ScriptedLLM, make_judge)
     assert len(llm.requests) == 3
 
 
-async def test_failures_are_not_cached(llm: ScriptedLLM, make_judge) -> None:
+async def test_failures_are_not_cached(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", error(401), verdict(1))
     judge = await make_judge(provider("p", "a"))
     assert isinstance(await critic(judge).score(booking_sample(), {}), Failed)
@@ -232,7 +251,7 @@ async def test_failures_are_not_cached(llm: ScriptedLLM, make_judge) -> None:
     assert len(llm.requests) == 2
 
 
-async def test_cache_can_be_turned_off(llm: ScriptedLLM, make_judge) -> None:
+async def test_cache_can_be_turned_off(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1))
     judge = await make_judge(provider("p", "a"), cache_size=0)
     await critic(judge).score(booking_sample(), {})
@@ -243,10 +262,12 @@ async def test_cache_can_be_turned_off(llm: ScriptedLLM, make_judge) -> None:
 # --- tokens and cost ------------------------------------------------------------------------
 
 
-async def test_token_accounting_and_cost(llm: ScriptedLLM, make_judge) -> None:
+async def test_token_accounting_and_cost(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", lambda body: completion(verdict(1), prompt_tokens=1000, completion_tokens=50))
     llm.on("b", lambda body: completion(verdict(1), prompt_tokens=2000, completion_tokens=100))
-    priced = provider("p", "a", "b", prices={"a": {"input": 0.30, "output": 2.50}, "b": {"input": 1, "output": 4}})
+    priced = provider(
+        "p", "a", "b", prices={"a": {"input": 0.30, "output": 2.50}, "b": {"input": 1, "output": 4}}
+    )
     judge = await make_judge(priced)
 
     outcome = await critic(judge, strictness=3).score(booking_sample(), {})
@@ -265,7 +286,7 @@ async def test_token_accounting_and_cost(llm: ScriptedLLM, make_judge) -> None:
     assert judge.ledger.by_model()["p/b"].completion_tokens == 300
 
 
-async def test_no_cost_without_a_price(llm: ScriptedLLM, make_judge) -> None:
+async def test_no_cost_without_a_price(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1))
     llm.on("b", verdict(1))
     judge = await make_judge(provider("p", "a", "b", prices={"a": {"input": 1, "output": 1}}))
@@ -285,7 +306,9 @@ INJECTION = (
 )
 
 
-async def test_injected_text_stays_inside_the_delimited_data(llm: ScriptedLLM, make_judge) -> None:
+async def test_injected_text_stays_inside_the_delimited_data(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("a", verdict(0))
     judge = await make_judge(provider("p", "a"))
     sample = booking_sample(
@@ -318,7 +341,7 @@ async def test_injected_text_stays_inside_the_delimited_data(llm: ScriptedLLM, m
 # --- structured output modes ----------------------------------------------------------------
 
 
-async def test_json_schema_steps_down_to_json_object(llm: ScriptedLLM, make_judge) -> None:
+async def test_json_schema_steps_down_to_json_object(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     def endpoint(body: dict[str, object]) -> httpx.Response | str:
         fmt = body.get("response_format")
         if isinstance(fmt, dict) and fmt["type"] == "json_schema":
@@ -335,7 +358,7 @@ async def test_json_schema_steps_down_to_json_object(llm: ScriptedLLM, make_judg
     assert llm.requests[-1]["response_format"] == {"type": "json_object"}
 
 
-async def test_json_schema_request_is_strict(llm: ScriptedLLM, make_judge) -> None:
+async def test_json_schema_request_is_strict(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", verdict(1))
     judge = await make_judge(provider("p", "a"))
     await critic(judge).score(booking_sample(), {})
@@ -347,7 +370,9 @@ async def test_json_schema_request_is_strict(llm: ScriptedLLM, make_judge) -> No
     assert schema["properties"]["verdict"]["enum"] == [0, 1]
 
 
-async def test_mode_none_sends_no_response_format_and_unwraps_fences(llm: ScriptedLLM, make_judge) -> None:
+async def test_mode_none_sends_no_response_format_and_unwraps_fences(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("a", "Sure! Here it is:\n```json\n" + verdict(1) + "\n```")
     judge = await make_judge(provider("p", "a", structured_output="none"))
     outcome = await critic(judge).score(booking_sample(), {})
@@ -355,7 +380,7 @@ async def test_mode_none_sends_no_response_format_and_unwraps_fences(llm: Script
     assert "response_format" not in llm.requests[0]
 
 
-async def test_other_bad_requests_do_not_step_down(llm: ScriptedLLM, make_judge) -> None:
+async def test_other_bad_requests_do_not_step_down(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", error(400, "maximum context length exceeded"))
     judge = await make_judge(provider("p", "a"))
     assert isinstance(await critic(judge).score(booking_sample(), {}), Failed)
@@ -365,7 +390,7 @@ async def test_other_bad_requests_do_not_step_down(llm: ScriptedLLM, make_judge)
 # --- requests on the wire -------------------------------------------------------------------
 
 
-async def test_requests_go_to_each_provider_with_its_key_and_headers(make_judge) -> None:
+async def test_requests_go_to_each_provider_with_its_key_and_headers(make_judge: JudgeFactory) -> None:
     import respx
 
     seen: list[tuple[str, str | None, str | None]] = []
@@ -377,8 +402,12 @@ async def test_requests_go_to_each_provider_with_its_key_and_headers(make_judge)
     with respx.mock() as mock:
         mock.post(url__regex=r".*/chat/completions$").mock(side_effect=answer)
         judge = await make_judge(
-            provider("openrouter", "google/gemini-2.5-flash", base_url="https://openrouter.ai/api/v1",
-                     headers={"X-Title": "trace-scorer"}),
+            provider(
+                "openrouter",
+                "google/gemini-2.5-flash",
+                base_url="https://openrouter.ai/api/v1",
+                headers={"X-Title": "trace-scorer"},
+            ),
             {"name": "ollama", "base_url": "http://localhost:11434/v1", "chat_models": ["qwen3:8b"]},
         )
         outcome = await critic(judge).score(booking_sample(), {})
@@ -390,7 +419,7 @@ async def test_requests_go_to_each_provider_with_its_key_and_headers(make_judge)
     ]
 
 
-async def test_request_body_carries_model_and_defaults(llm: ScriptedLLM, make_judge) -> None:
+async def test_request_body_carries_model_and_defaults(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("google/gemini-2.5-flash", verdict(1))
     judge = await make_judge(provider("openrouter", "google/gemini-2.5-flash"), max_tokens=500)
     await critic(judge).score(Sample(id="r", response="Built in 1889."), {})

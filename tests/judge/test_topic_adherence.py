@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.judge.conftest import make_metric
+from tests.judge.conftest import JudgeFactory, make_metric
 from tests.judge.helpers import ScriptedLLM, provider
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.metrics.topic_adherence import TopicAdherence
@@ -30,7 +30,10 @@ def ml_sample(**fields: Any) -> Sample:
         "id": "ml",
         "messages": [
             Message(role="user", content="Tell me about machine learning"),
-            Message(role="assistant", content="ML lets systems learn from data. By the way, did you see the match?"),
+            Message(
+                role="assistant",
+                content="ML lets systems learn from data. By the way, did you see the match?",
+            ),
             Message(role="user", content="What about football?"),
             Message(role="assistant", content="The final was 3-2!"),
         ],
@@ -43,8 +46,12 @@ def ml_sample(**fields: Any) -> Sample:
 # 4 topics extracted, 3 on-topic → P = 0.75; 2 of 4 reference topics covered → R = 0.5; F1 = 0.6
 ANSWER_A = topics_answer(
     {"machine learning": True, "learning from data": True, "AI": True, "football": False},
-    {"machine learning": True, "artificial intelligence": True, "supervised learning": False,
-     "unsupervised learning": False},
+    {
+        "machine learning": True,
+        "artificial intelligence": True,
+        "supervised learning": False,
+        "unsupervised learning": False,
+    },
 )
 # 2 topics, 1 on-topic → P = 0.5; 1 of 4 covered → R = 0.25; F1 = 1/3
 ANSWER_B = topics_answer(
@@ -58,7 +65,7 @@ ANSWER_B = topics_answer(
     [("precision", 0.75, 0.5), ("recall", 0.5, 0.25), ("f1", 0.6, 1 / 3)],
 )
 async def test_modes_and_mean_over_models(
-    llm: ScriptedLLM, make_judge, mode: str, value_a: float, value_b: float
+    llm: ScriptedLLM, make_judge: JudgeFactory, mode: str, value_a: float, value_b: float
 ) -> None:
     llm.on("a", ANSWER_A)
     llm.on("b", ANSWER_B)
@@ -77,7 +84,7 @@ async def test_modes_and_mean_over_models(
     assert "not covered: supervised learning, unsupervised learning" in outcome.comment
 
 
-async def test_reference_topics_are_data_in_the_prompt(llm: ScriptedLLM, make_judge) -> None:
+async def test_reference_topics_are_data_in_the_prompt(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", ANSWER_A)
     judge = await make_judge(provider("p", "a"))
     await make_metric(TopicAdherence, judge).score(ml_sample(), {})
@@ -86,7 +93,9 @@ async def test_reference_topics_are_data_in_the_prompt(llm: ScriptedLLM, make_ju
     assert "- supervised learning" in block and "- unsupervised learning" in block
 
 
-async def test_fixed_list_from_options_and_sample_precedence(llm: ScriptedLLM, make_judge) -> None:
+async def test_fixed_list_from_options_and_sample_precedence(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("a", topics_answer({"flights": True}, {"flights": True}))
     judge = await make_judge(provider("p", "a"))
     metric = make_metric(TopicAdherence, judge, reference_topics=["flights"])
@@ -102,21 +111,25 @@ async def test_fixed_list_from_options_and_sample_precedence(llm: ScriptedLLM, m
 
 
 @pytest.mark.parametrize("reference", [None, []])
-async def test_absent_or_empty_reference_topics_skip(llm: ScriptedLLM, make_judge, reference: Any) -> None:
+async def test_absent_or_empty_reference_topics_skip(
+    llm: ScriptedLLM, make_judge: JudgeFactory, reference: Any
+) -> None:
     judge = await make_judge(provider("p", "a"))
     outcome = await make_metric(TopicAdherence, judge).score(ml_sample(reference_topics=reference), {})
     assert isinstance(outcome, Skipped) and "reference_topics" in outcome.reason
     assert llm.requests == []
 
 
-async def test_no_topics_extracted_is_skipped(llm: ScriptedLLM, make_judge) -> None:
+async def test_no_topics_extracted_is_skipped(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", topics_answer({}, {t: False for t in REFERENCE}))
     judge = await make_judge(provider("p", "a"))
     outcome = await make_metric(TopicAdherence, judge).score(ml_sample(), {})
     assert isinstance(outcome, Skipped) and outcome.reason == "no topics extracted from the conversation"
 
 
-async def test_one_model_without_topics_is_left_out_of_the_mean(llm: ScriptedLLM, make_judge) -> None:
+async def test_one_model_without_topics_is_left_out_of_the_mean(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     llm.on("a", ANSWER_A)
     llm.on("b", topics_answer({}, {t: False for t in REFERENCE}))
     judge = await make_judge(provider("p", "a", "b"))
@@ -125,7 +138,9 @@ async def test_one_model_without_topics_is_left_out_of_the_mean(llm: ScriptedLLM
     assert outcome.details["models"]["p/b"]["verdict"] == "no topics"
 
 
-async def test_answer_missing_a_reference_topic_is_asked_again(llm: ScriptedLLM, make_judge) -> None:
+async def test_answer_missing_a_reference_topic_is_asked_again(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
     incomplete = topics_answer({"machine learning": True}, {"machine learning": True})
     # the retry answer spells topics differently in case and spacing: still the same topics
     complete = topics_answer({"machine learning": True}, {t.upper() + " ": True for t in REFERENCE})

@@ -62,6 +62,8 @@ class JudgeRun:
     def __init__(self, metric: str, trace: TraceScope | None) -> None:
         self.metric = metric
         self.trace = trace
+        #: What the metric concluded, shown as the trace's output in Langfuse (set before the run ends).
+        self.output: Any = None
 
     @property
     def trace_id(self) -> str | None:
@@ -152,7 +154,7 @@ class Judge:
                 scope.end(error=f"{type(exc).__name__}: {exc}")
             raise
         if scope is not None:
-            scope.end()
+            scope.end(run.output)
 
     async def ask(
         self,

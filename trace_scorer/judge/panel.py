@@ -186,20 +186,30 @@ def value_comment(result: PanelResult, *, what: str, value: float, summary: str)
 
 def panel_outcome(
     result: PanelResult,
+    run: JudgeRun,
     *,
     comment: Callable[[PanelResult, float], str],
     details: Mapping[str, Any],
     nothing_to_score: str = "no model gave a value",
 ) -> Outcome:
-    """Score (mean over models), Failed (every model failed) or Skipped (models answered, no value)."""
+    """Score (mean over models), Failed (every model failed) or Skipped (models answered, no value).
+
+    The outcome is also set as the run's output, so the judge trace in Langfuse shows the conclusion.
+    """
     values = result.values()
     full = result.details(details)
+    outcome: Outcome
     if values:
         value = fmean(values)
-        return Score(value=value, comment=comment(result, value), details=full)
-    if result.failures:
+        outcome = Score(value=value, comment=comment(result, value), details=full)
+        run.output = {"value": value, "comment": outcome.comment}
+    elif result.failures:
         n = len(result.models)
         reasons = "; ".join(f"{m}: {e.message}" for m, e in result.failures.items())
         scope = "the judge model" if n == 1 else f"all {n} judge models"
-        return Failed(reason=f"{scope} failed — {reasons}", details=full)
-    return Skipped(nothing_to_score)
+        outcome = Failed(reason=f"{scope} failed — {reasons}", details=full)
+        run.output = {"failed": outcome.reason}
+    else:
+        outcome = Skipped(nothing_to_score)
+        run.output = {"skipped": nothing_to_score}
+    return outcome

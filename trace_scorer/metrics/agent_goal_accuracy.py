@@ -104,8 +104,10 @@ class AgentGoalAccuracy(JudgedMetric[AgentGoalAccuracyOptions]):
         per_model = with_reference if mode == "with_reference" else without_reference
         async with judge.run(self.name, sample, metadata={"metric": self.key, "mode": mode}) as run:
             result = await ask_panel(judge, run, self.models(), per_model)
-        return panel_outcome(
-            result,
-            comment=lambda r, _: binary_comment(r, yes="goal reached", no="goal not reached"),
-            details={"mode": mode, **self.prompt_details()},
-        )
+            outcome = panel_outcome(
+                result,
+                run,
+                comment=lambda r, _: binary_comment(r, yes="goal reached", no="goal not reached"),
+                details={"mode": mode, **self.prompt_details()},
+            )
+        return outcome

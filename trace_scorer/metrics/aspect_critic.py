@@ -109,14 +109,16 @@ class AspectCritic(JudgedMetric[AspectCriticOptions]):
         metadata = {"metric": self.key, "definition": self.options.definition, "strictness": strictness}
         async with judge.run(self.name, sample, metadata=metadata) as run:
             result = await ask_panel(judge, run, self.models(), per_model)
-        return panel_outcome(
-            result,
-            comment=lambda r, _: binary_comment(
-                r, yes="meets the criterion", no="does not meet the criterion"
-            ),
-            details={
-                "definition": self.options.definition,
-                "strictness": strictness,
-                **self.prompt_details(),
-            },
-        )
+            outcome = panel_outcome(
+                result,
+                run,
+                comment=lambda r, _: binary_comment(
+                    r, yes="meets the criterion", no="does not meet the criterion"
+                ),
+                details={
+                    "definition": self.options.definition,
+                    "strictness": strictness,
+                    **self.prompt_details(),
+                },
+            )
+        return outcome

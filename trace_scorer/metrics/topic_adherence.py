@@ -168,12 +168,21 @@ class TopicAdherence(JudgedMetric[TopicAdherenceOptions]):
 
         async with judge.run(self.name, sample, metadata={"metric": self.key, "mode": mode}) as run:
             result = await ask_panel(judge, run, self.models(), per_model)
-        return panel_outcome(
-            result,
-            comment=lambda r, value: value_comment(r, what=mode, value=value, summary=_summary(r, reference)),
-            details={"mode": mode, "reference_topics": reference, **_means(result), **self.prompt_details()},
-            nothing_to_score="no topics extracted from the conversation",
-        )
+            outcome = panel_outcome(
+                result,
+                run,
+                comment=lambda r, value: value_comment(
+                    r, what=mode, value=value, summary=_summary(r, reference)
+                ),
+                details={
+                    "mode": mode,
+                    "reference_topics": reference,
+                    **_means(result),
+                    **self.prompt_details(),
+                },
+                nothing_to_score="no topics extracted from the conversation",
+            )
+        return outcome
 
 
 def _means(result: PanelResult) -> dict[str, float]:
