@@ -21,6 +21,7 @@ def completion(
     model: str = "m",
     prompt_tokens: int = 100,
     completion_tokens: int = 20,
+    finish_reason: str = "stop",
 ) -> httpx.Response:
     """A chat.completion response in the OpenAI wire shape."""
     body = {
@@ -29,7 +30,7 @@ def completion(
         "created": 1_700_000_000,
         "model": model,
         "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}
         ],
         "usage": {
             "prompt_tokens": prompt_tokens,

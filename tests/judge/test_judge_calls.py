@@ -68,6 +68,16 @@ async def test_answer_never_validating_fails_without_a_score(
     assert judge.ledger.by_metric()["has_date"].calls == 3
 
 
+async def test_an_answer_cut_off_at_max_tokens_is_asked_again_shorter(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
+    llm.on("a", lambda body: completion('{"reasoning": "a very long', finish_reason="length"), verdict(1))
+    judge = await make_judge(provider("p", "a"))
+    outcome = await critic(judge).score(booking_sample(), {})
+    assert isinstance(outcome, Score)
+    assert "cut off at the token limit" in llm.requests[1]["messages"][-1]["content"]
+
+
 # --- transport retries ----------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from trace_scorer.judge.errors import InvalidAnswerError, JudgeCallError
 from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
 from trace_scorer.judge.providers import Provider
 from trace_scorer.judge.render import render_conversation
-from trace_scorer.judge.structured import AnswerInvalid, parse_answer, schema_name
+from trace_scorer.judge.structured import AnswerInvalid, parse_answer, schema_name, strict_json_schema
 from trace_scorer.judge.tracing import JudgeTracer, TraceScope
 from trace_scorer.judge.usage import Usage, UsageLedger
 from trace_scorer.sample import Sample
@@ -183,7 +183,7 @@ class Judge:
             model=model,
             messages=messages,
             schema=schema_name(schema),
-            schema_json=schema.model_json_schema(),
+            schema_json=strict_json_schema(schema),
             temperature=temperature,
             max_tokens=self.settings.max_tokens,
             sample_index=sample_index,
@@ -241,6 +241,8 @@ class Judge:
                     value = parse_answer(completion.text, schema, context)
                 except AnswerInvalid as exc:
                     problem = str(exc)
+                    if completion.finish_reason == "length":
+                        problem += " (the answer was cut off at the token limit: keep the reasoning shorter)"
                     if generation is not None:
                         generation.done(completion.text, completion.usage, metadata={"invalid": problem})
                     log.info(

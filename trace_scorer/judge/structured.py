@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -33,8 +34,12 @@ def schema_name(schema: type[BaseModel]) -> str:
     return schema.__name__
 
 
+@lru_cache(maxsize=64)
 def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema in the form OpenAI's strict structured output accepts: closed objects, all required."""
+    """The schema in the form OpenAI's strict structured output accepts: closed objects, all required.
+
+    Cached per schema class (it is built for every request otherwise); callers must not mutate it.
+    """
     result = schema.model_json_schema()
 
     def close(node: Any) -> None:
