@@ -437,3 +437,15 @@ async def test_request_body_carries_model_and_defaults(llm: ScriptedLLM, make_ju
     assert body["model"] == "google/gemini-2.5-flash"
     assert body["temperature"] == 0.0 and body["max_tokens"] == 500
     assert json.loads(json.dumps(body["messages"]))[0]["role"] == "system"
+
+
+async def test_a_shared_failure_counts_its_tokens_once(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
+    llm.on("a", "never valid")
+    judge = await make_judge(provider("p", "a"), validation_retries=1)
+    first, second = await asyncio.gather(
+        critic(judge).score(booking_sample(), {}), critic(judge).score(booking_sample(), {})
+    )
+    assert isinstance(first, Failed) and isinstance(second, Failed)
+    assert len(llm.requests) == 2  # one call (two asks) shared by both metrics
+    spent = [o.details["failed_models"]["p/a"]["tokens"]["prompt"] for o in (first, second)]
+    assert sorted(spent) == [0, 200]

@@ -190,10 +190,20 @@ class Judge:
             context=context,
         )
 
+        made_the_call = False
+
         async def call() -> Answer[Any]:
+            nonlocal made_the_call
+            made_the_call = True
             return await self._ask_uncached(run, ref, template, messages, schema, context, temperature)
 
-        answer, hit = await self._cache.get_or_call(key, call)
+        try:
+            answer, hit = await self._cache.get_or_call(key, call)
+        except JudgeCallError as exc:
+            if made_the_call:
+                raise
+            # an identical request in flight failed: its tokens are counted once, by the asker that paid
+            raise type(exc)(exc.model, exc.message) from exc
         if hit:
             return replace(answer, usage=Usage(), cached=True)
         return answer
@@ -218,7 +228,7 @@ class Judge:
                 generation = None
                 if run.trace is not None:
                     generation = run.trace.generation(
-                        f"{template.id}",
+                        template.id,
                         model=ref.model_id,
                         messages=conversation,
                         parameters={"temperature": temperature, "max_tokens": self.settings.max_tokens},
@@ -235,6 +245,10 @@ class Judge:
                     if generation is not None:
                         generation.failed(exc.message)
                     exc.with_usage(spent)
+                    raise
+                except BaseException as exc:  # cancelled (shutdown) or a bug: close the span all the same
+                    if generation is not None:
+                        generation.failed(f"{type(exc).__name__}: {exc}")
                     raise
                 spent += completion.usage
                 try:
