@@ -6,14 +6,15 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from trace_scorer.config.common import ConfigError
 from trace_scorer.config.settings import Settings
 from trace_scorer.judge.judge import Judge
 from trace_scorer.judge.limits import Sleep
-from trace_scorer.judge.providers import Provider
-from trace_scorer.judge.retry import RetryPolicy
-from trace_scorer.judge.tracing import JudgeTracer
+
+if TYPE_CHECKING:
+    from trace_scorer.judge.tracing import JudgeTracer
 
 #: What the pipeline says, once, when LLM metrics are configured but no judge is.
 NO_JUDGE_MESSAGE = (
@@ -41,6 +42,8 @@ def _api_key(index: int, name: str, variable: str | None, environ: Mapping[str, 
 def _tracer(settings: Settings, enabled: bool) -> JudgeTracer | None:
     if not enabled:
         return None
+    from trace_scorer.judge.tracing import JudgeTracer  # langfuse is slow to import: only when tracing
+
     public = settings.langfuse.public_key
     secret = settings.langfuse.secret_key.get_secret_value() if settings.langfuse.secret_key else None
     if not public or not secret:
@@ -72,6 +75,10 @@ def build_judge(
     tracing without Langfuse keys. Call ``await judge.aclose()`` at shutdown. ``sleep`` and ``clock``
     are the waits' time source (tests pass a virtual one so back-offs take no real time).
     """
+    # openai is slow to import: only when a judge is built (offline `score` without providers never is)
+    from trace_scorer.judge.providers import Provider
+    from trace_scorer.judge.retry import RetryPolicy
+
     environ = os.environ if environ is None else environ
     names: set[str] = set()
     for index, provider in enumerate(settings.providers):

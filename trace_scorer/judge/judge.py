@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import structlog
 from pydantic import BaseModel
@@ -21,12 +21,15 @@ from trace_scorer.config.judge import JudgeSettings
 from trace_scorer.judge.cache import RequestCache, request_key
 from trace_scorer.judge.errors import InvalidAnswerError, JudgeCallError
 from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
-from trace_scorer.judge.providers import Provider
 from trace_scorer.judge.render import render_conversation
 from trace_scorer.judge.structured import AnswerInvalid, parse_answer, schema_name, strict_json_schema
-from trace_scorer.judge.tracing import JudgeTracer, TraceScope
 from trace_scorer.judge.usage import Usage, UsageLedger
 from trace_scorer.sample import Sample
+
+if TYPE_CHECKING:  # imported where used: openai and langfuse are slow to import, and offline
+    # `score` without providers never needs them
+    from trace_scorer.judge.providers import Provider
+    from trace_scorer.judge.tracing import JudgeTracer, TraceScope
 
 log = structlog.get_logger(__name__)
 
