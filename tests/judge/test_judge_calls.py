@@ -449,3 +449,19 @@ async def test_a_shared_failure_counts_its_tokens_once(llm: ScriptedLLM, make_ju
     assert len(llm.requests) == 2  # one call (two asks) shared by both metrics
     spent = [o.details["failed_models"]["p/a"]["tokens"]["prompt"] for o in (first, second)]
     assert sorted(spent) == [0, 200]
+
+
+async def test_an_endpoint_reporting_no_usage(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
+    def no_usage(body: dict[str, Any]) -> httpx.Response:
+        response = completion(verdict(1))
+        payload = json.loads(response.content)
+        del payload["usage"]
+        return httpx.Response(200, json=payload)
+
+    llm.on("a", no_usage)
+    judge = await make_judge(provider("p", "a", prices={"a": {"input": 1, "output": 1}}))
+    outcome = await critic(judge).score(booking_sample(), {})
+    assert isinstance(outcome, Score)
+    entry = outcome.details["models"]["p/a"]
+    assert entry["tokens"] == {"prompt": 0, "completion": 0} and entry["calls"] == 1
+    assert "cost_usd" not in entry  # unknown, not zero
