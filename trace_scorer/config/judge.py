@@ -1,21 +1,126 @@
-"""``[[providers]]`` and ``[judge]``: the OpenAI-compatible LLM endpoints the judged metrics use."""
+"""``[[providers]]`` and ``[judge]``: the OpenAI-compatible LLM endpoints the judged metrics use.
+
+A provider is one endpoint (OpenRouter, OpenAI, Azure OpenAI, vLLM, Ollama…) with its models; a model is
+referred to as ``provider/model-id`` (``openrouter/google/gemini-2.5-flash``), so a provider's name may not
+contain ``/``. API keys are read from the environment variable the provider names, never from the file.
+"""
 
 from __future__ import annotations
 
-from trace_scorer.config.common import StrictModel
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from trace_scorer.config.common import Duration, StrictModel
+
+StructuredOutput = Literal["json_schema", "json_object", "none"]
+Language = Literal["en", "ru"]
+
+#: Langfuse's rule for environment names: lowercase ``[a-z0-9_-]``, not starting with "langfuse".
+_ENVIRONMENT = re.compile(r"^[a-z0-9_-]{1,40}$")
+
+
+class ModelPrice(StrictModel):
+    """Price of one model in USD per million tokens (what the provider's price page shows)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
 
 
 class ProviderSettings(StrictModel):
-    """One OpenAI-compatible endpoint with its models."""
+    """One OpenAI-compatible endpoint with its models and the limits to keep to."""
 
-    name: str
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
     base_url: str
-    #: Name of the environment variable holding the API key (never the key itself).
+    #: Name of the environment variable holding the API key (never the key itself). Unset: local
+    #: servers (vLLM, Ollama) that need no key.
     api_key_env: str | None = None
-    chat_models: list[str] = []
-    embedding_models: list[str] = []
+    chat_models: list[str] = Field(default_factory=list)
+    embedding_models: list[str] = Field(default_factory=list)
+    #: Requests per minute this process may send (None: no rate limit, only the concurrency bound).
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    #: Requests in flight at once to this provider, over all models and metrics.
+    max_concurrency: int = Field(default=16, ge=1, le=1024)
+    #: Per HTTP request; a timeout is retried like a 5xx.
+    timeout: Duration = 60.0
+    #: How to ask for JSON: "json_schema" (structured output), "json_object" (JSON mode) or "none"
+    #: (prompt only). Stepped down automatically for a model whose endpoint rejects the parameter.
+    structured_output: StructuredOutput = "json_schema"
+    #: Optional prices by model id (USD per 1M tokens) to turn token usage into cost.
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    #: Extra HTTP headers on every request (e.g. OpenRouter's HTTP-Referer / X-Title).
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value.rstrip("/")
+
+    @field_validator("chat_models", "embedding_models")
+    @classmethod
+    def _distinct_models(cls, models: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for model in models:
+            if not model.strip():
+                raise ValueError("a model id cannot be empty")
+            if model in seen:
+                raise ValueError(f"model {model!r} is listed twice")
+            seen.add(model)
+        return models
+
+    @model_validator(mode="after")
+    def _prices_name_models(self) -> ProviderSettings:
+        known = set(self.chat_models) | set(self.embedding_models)
+        unknown = sorted(set(self.prices) - known)
+        if unknown:
+            raise ValueError(f"prices for models this provider does not list: {', '.join(unknown)}")
+        return self
 
 
 class JudgeSettings(StrictModel):
-    temperature: float = 0.0
-    max_tokens: int = 1000
+    """``[judge]``: how every judge call is made, whichever provider serves it."""
+
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=1000, ge=16)
+    #: Language of the prompts (and of the judge's reasoning): "en" or "ru".
+    language: Language = "en"
+    #: Tool results (and agent instructions) longer than this are cut in the rendered conversation.
+    tool_result_max_chars: int = Field(default=2000, ge=50)
+    #: The whole rendered conversation is kept under this size by leaving out middle messages.
+    conversation_max_chars: int = Field(default=100_000, ge=2000)
+    #: Answers that do not validate against the schema are asked again this many times.
+    validation_retries: int = Field(default=2, ge=0, le=10)
+    #: HTTP attempts per call on 429/5xx/timeouts (back-off: retry_initial_wait, ×2, up to retry_max_wait).
+    retry_attempts: int = Field(default=6, ge=1, le=20)
+    retry_initial_wait: Duration = 2.0
+    retry_max_wait: Duration = 30.0
+    #: A Retry-After longer than this (an exhausted daily quota) fails the call now instead of waiting.
+    max_retry_after: Duration = 300.0
+    #: Identical requests answered from memory within one process (0 turns the cache off).
+    cache_size: int = Field(default=10_000, ge=0)
+    #: Record judge calls in Langfuse. Unset: on in the worker, off in offline ``score``.
+    tracing: bool | None = None
+    #: Langfuse environment of the judge traces; the trace sources never score it.
+    tracing_environment: str = "trace-scorer"
+
+    @field_validator("tracing_environment")
+    @classmethod
+    def _langfuse_environment(cls, value: str) -> str:
+        if not _ENVIRONMENT.match(value) or value.startswith("langfuse"):
+            raise ValueError(
+                f"{value!r} is not a Langfuse environment name: lowercase letters, digits, '_' and '-', "
+                "not starting with 'langfuse'"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _waits_ordered(self) -> JudgeSettings:
+        if self.retry_initial_wait > self.retry_max_wait:
+            raise ValueError("retry_initial_wait is longer than retry_max_wait")
+        return self

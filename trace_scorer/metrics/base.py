@@ -124,6 +124,14 @@ class Metric(ABC, Generic[OptionsT]):
         """The score names this metric produces (its configured name unless it returns several)."""
         return (self.name,)
 
+    def check(self) -> None:
+        """Validate this metric against its resources once, at start-up (e.g. judge model names exist).
+
+        The plan builder calls it once after building the metric; raise ValueError with a message for the
+        user, reported as a configuration error naming the metric. A resource that is not configured is
+        not an error here (the pipeline skips the metric with its own message). Default: nothing to check.
+        """
+
     def fingerprint_parts(self) -> dict[str, Any]:
         """What identifies this metric's computation; LLM metrics add their prompt version."""
         return {"key": self.key, "version": self.version, "options": self.options.model_dump(mode="json")}

@@ -1,0 +1,301 @@
+"""The judge: the one object metrics ask for a verdict (``self.resources.judge``).
+
+It knows the configured chat models (``provider/model-id``), asks one of them a prompt for a JSON answer
+validated against a pydantic schema — asking again, a bounded number of times, when the answer does not
+validate — caches identical requests, accounts tokens and cost, and records each call in Langfuse when
+tracing is on. Metrics never build HTTP requests or prompts' text themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import structlog
+from pydantic import BaseModel
+
+from trace_scorer.config.judge import JudgeSettings
+from trace_scorer.judge.cache import RequestCache, request_key
+from trace_scorer.judge.errors import InvalidAnswerError, JudgeCallError
+from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
+from trace_scorer.judge.render import render_conversation
+from trace_scorer.judge.structured import AnswerInvalid, parse_answer, schema_name, strict_json_schema
+from trace_scorer.judge.usage import Usage, UsageLedger
+from trace_scorer.sample import Sample
+
+if TYPE_CHECKING:  # imported where used: openai and langfuse are slow to import, and offline
+    # `score` without providers never needs them
+    from trace_scorer.judge.providers import Provider
+    from trace_scorer.judge.tracing import JudgeTracer, TraceScope
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """A chat model as configured: ``provider/model-id`` (the model id may itself contain ``/``)."""
+
+    provider: str
+    model_id: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}/{self.model_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(Generic[T]):
+    """A validated answer; ``usage`` is what this request spent (zero when served from the cache)."""
+
+    value: T
+    usage: Usage
+    cached: bool
+    #: Asks it took to get a valid answer (1 + answers that did not validate).
+    attempts: int
+
+
+class JudgeRun:
+    """One judged metric on one sample: the Langfuse trace its calls go to and its name in the ledger."""
+
+    def __init__(self, metric: str, trace: TraceScope | None) -> None:
+        self.metric = metric
+        self.trace = trace
+        #: What the metric concluded, shown as the trace's output in Langfuse (set before the run ends).
+        self.output: Any = None
+
+    @property
+    def trace_id(self) -> str | None:
+        return self.trace.trace_id if self.trace is not None else None
+
+
+class Judge:
+    """Chat models behind OpenAI-compatible endpoints, asked for validated JSON verdicts."""
+
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        providers: Sequence[Provider],
+        *,
+        tracer: JudgeTracer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.language = settings.language
+        self._providers = {p.name: p for p in providers}
+        self._models: dict[str, ModelRef] = {
+            f"{p.name}/{m}": ModelRef(p.name, m) for p in providers for m in p.settings.chat_models
+        }
+        self._tracer = tracer
+        self._cache: RequestCache[Answer[Any]] = RequestCache(settings.cache_size)
+        self.ledger = UsageLedger()
+
+    # --- models -------------------------------------------------------------------------------
+
+    @property
+    def chat_models(self) -> tuple[str, ...]:
+        """Every configured chat model, as ``provider/model-id``, in configuration order."""
+        return tuple(self._models)
+
+    def resolve_models(self, names: Sequence[str] | None) -> tuple[str, ...]:
+        """The models a metric runs on (its ``models`` option; None: all). Raises ValueError on unknowns."""
+        if names is None:
+            return self.chat_models
+        unknown = [n for n in names if n not in self._models]
+        if unknown:
+            known = ", ".join(self._models) or "none"
+            raise ValueError(
+                f"unknown judge model(s) {', '.join(map(repr, unknown))}: models are named "
+                f"'provider/model-id'; configured chat models: {known}"
+            )
+        return tuple(dict.fromkeys(names))
+
+    def fingerprint_parts(self, models: Sequence[str]) -> dict[str, Any]:
+        """What of the judge's configuration changes a judged value (part of a metric's fingerprint)."""
+        return {
+            "models": list(models),
+            "language": self.language,
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_tokens,
+            "tool_result_max_chars": self.settings.tool_result_max_chars,
+        }
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    def render(self, sample: Sample, *, include_system: bool = False, with_response: bool = True) -> str:
+        """The sample's conversation as prompt text, within the configured size limits."""
+        return render_conversation(
+            sample.messages,
+            sample.response if with_response else None,
+            tool_result_max_chars=self.settings.tool_result_max_chars,
+            max_chars=self.settings.conversation_max_chars,
+            include_system=include_system,
+        )
+
+    # --- runs and calls -----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def run(
+        self, metric: str, sample: Sample, *, metadata: Mapping[str, Any]
+    ) -> AsyncIterator[JudgeRun]:
+        """Scope of one metric on one sample; with tracing on, a Langfuse trace named after the metric."""
+        scope = None
+        if self._tracer is not None:
+            scope = self._tracer.start(
+                metric,
+                input={"sample_id": sample.id, "trace_id": sample.trace_id},
+                metadata={"scored_trace_id": sample.trace_id, "sample_id": sample.id, **metadata},
+            )
+        run = JudgeRun(metric, scope)
+        try:
+            yield run
+        except BaseException as exc:
+            if scope is not None:
+                scope.end(error=f"{type(exc).__name__}: {exc}")
+            raise
+        if scope is not None:
+            scope.end(run.output)
+
+    async def ask(
+        self,
+        run: JudgeRun,
+        model: str,
+        template: PromptTemplate,
+        *,
+        schema: type[T],
+        data: Mapping[str, str],
+        params: Mapping[str, str] | None = None,
+        context: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        sample_index: int = 0,
+    ) -> Answer[T]:
+        """Ask ``model`` one question; raises :class:`JudgeCallError` when no valid answer comes.
+
+        ``sample_index`` tells apart the samples of a vote: it is part of the cache key, so a vote of
+        three is three answers, never one answer replayed.
+        """
+        ref = self._models.get(model)
+        if ref is None:
+            raise JudgeCallError(model, f"unknown judge model {model!r}")
+        messages = build_messages(template, self.language, data=data, params=params)
+        temperature = self.settings.temperature if temperature is None else temperature
+        key = request_key(
+            model=model,
+            messages=messages,
+            schema=schema_name(schema),
+            schema_json=strict_json_schema(schema),
+            temperature=temperature,
+            max_tokens=self.settings.max_tokens,
+            sample_index=sample_index,
+            context=context,
+        )
+
+        made_the_call = False
+
+        async def call() -> Answer[Any]:
+            nonlocal made_the_call
+            made_the_call = True
+            return await self._ask_uncached(run, ref, template, messages, schema, context, temperature)
+
+        try:
+            answer, hit = await self._cache.get_or_call(key, call)
+        except JudgeCallError as exc:
+            if made_the_call:
+                raise
+            # an identical request in flight failed: its tokens are counted once, by the asker that paid
+            raise type(exc)(exc.model, exc.message) from exc
+        if hit:
+            return replace(answer, usage=Usage(), cached=True)
+        return answer
+
+    async def _ask_uncached(
+        self,
+        run: JudgeRun,
+        ref: ModelRef,
+        template: PromptTemplate,
+        messages: list[dict[str, str]],
+        schema: type[T],
+        context: dict[str, Any] | None,
+        temperature: float,
+    ) -> Answer[T]:
+        provider = self._providers[ref.provider]
+        conversation = list(messages)
+        spent = Usage()
+        problem = ""
+        asks = 1 + self.settings.validation_retries
+        try:
+            for attempt in range(1, asks + 1):
+                generation = None
+                if run.trace is not None:
+                    generation = run.trace.generation(
+                        template.id,
+                        model=ref.model_id,
+                        messages=conversation,
+                        parameters={"temperature": temperature, "max_tokens": self.settings.max_tokens},
+                    )
+                try:
+                    completion = await provider.complete(
+                        ref.model_id,
+                        conversation,
+                        schema=schema,
+                        temperature=temperature,
+                        max_tokens=self.settings.max_tokens,
+                    )
+                except JudgeCallError as exc:
+                    if generation is not None:
+                        generation.failed(exc.message)
+                    exc.with_usage(spent)
+                    raise
+                except BaseException as exc:  # cancelled (shutdown) or a bug: close the span all the same
+                    if generation is not None:
+                        generation.failed(f"{type(exc).__name__}: {exc}")
+                    raise
+                spent += completion.usage
+                try:
+                    value = parse_answer(completion.text, schema, context)
+                except AnswerInvalid as exc:
+                    problem = str(exc)
+                    if completion.finish_reason == "length":
+                        problem += " (the answer was cut off at the token limit: keep the reasoning shorter)"
+                    if generation is not None:
+                        generation.done(completion.text, completion.usage, metadata={"invalid": problem})
+                    log.info(
+                        "judge.answer_invalid",
+                        model=ref.name,
+                        prompt=template.id,
+                        attempt=attempt,
+                        why=problem,
+                    )
+                    conversation = [
+                        *conversation,
+                        {"role": "assistant", "content": completion.text or ""},
+                        retry_message(self.language, problem),
+                    ]
+                    continue
+                if generation is not None:
+                    generation.done(
+                        completion.text,
+                        completion.usage,
+                        metadata={"http_attempts": completion.attempts, "structured_output": completion.mode},
+                    )
+                return Answer(value=value, usage=spent, cached=False, attempts=attempt)
+            raise InvalidAnswerError(
+                ref.name, f"no valid answer in {asks} tries (last: {problem})", usage=spent
+            )
+        finally:
+            self.ledger.add(run.metric, ref.name, spent)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return {"hits": self._cache.hits, "misses": self._cache.misses, "entries": len(self._cache)}
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients and flush the judge traces (call once, at shutdown)."""
+        await asyncio.gather(*(p.aclose() for p in self._providers.values()))
+        if self._tracer is not None:
+            await asyncio.to_thread(self._tracer.shutdown)

@@ -1,0 +1,74 @@
+"""The base of the judged metrics: the ``models`` option, its start-up check, and the fingerprint.
+
+A judged metric's fingerprint carries the versions of the prompts it uses and what of the judge's
+configuration changes its answers (the models it runs on, the language, temperature, max tokens and
+truncation), so any of those changing makes the worker re-score.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import field_validator
+
+from trace_scorer.judge.judge import Judge
+from trace_scorer.judge.prompts import PromptTemplate
+from trace_scorer.metrics.base import Metric, MetricOptions
+
+
+class JudgedOptions(MetricOptions):
+    """Options every judged metric has."""
+
+    #: Judge models to run on, as ``provider/model-id``; None: every configured chat model.
+    models: list[str] | None = None
+
+    @field_validator("models")
+    @classmethod
+    def _models_listed_once(cls, models: list[str] | None) -> list[str] | None:
+        if models is None:
+            return None
+        if not models:
+            raise ValueError("models cannot be empty: leave it out to use every configured chat model")
+        if len(set(models)) != len(models):
+            raise ValueError("a model is listed twice in models")
+        return models
+
+
+JudgedOptionsT = TypeVar("JudgedOptionsT", bound=JudgedOptions)
+
+
+class JudgedMetric(Metric[JudgedOptionsT]):
+    """A metric answered by a panel of judge models (see trace_scorer.judge.panel)."""
+
+    needs: ClassVar[tuple[Literal["judge", "embedder"], ...]] = ("judge",)
+    #: The prompts this metric asks; their versions are part of the fingerprint.
+    prompts: ClassVar[tuple[PromptTemplate, ...]] = ()
+
+    @property
+    def judge(self) -> Judge:
+        judge = self.resources.judge
+        if not isinstance(judge, Judge):
+            raise RuntimeError(f"metric {self.name!r} needs a judge and none is configured")
+        return judge
+
+    def models(self) -> tuple[str, ...]:
+        return self.judge.resolve_models(self.options.models)
+
+    def check(self) -> None:
+        """Every model named in ``models`` is a configured chat model (ValueError otherwise)."""
+        if isinstance(self.resources.judge, Judge):
+            self.models()
+
+    def fingerprint_parts(self) -> dict[str, Any]:
+        parts = super().fingerprint_parts()
+        parts["prompts"] = {t.id: t.full_version for t in self.prompts}
+        if isinstance(self.resources.judge, Judge):
+            parts["judge"] = self.resources.judge.fingerprint_parts(self.models())
+        return parts
+
+    def prompt_details(self) -> dict[str, Any]:
+        """The details every judged score carries: prompt versions and language."""
+        return {
+            "prompt_version": {t.id: t.full_version for t in self.prompts},
+            "language": self.judge.language,
+        }

@@ -1,0 +1,196 @@
+"""One OpenAI-compatible endpoint: its async client, its limits, and one chat-completion call with retries.
+
+The ``openai`` client is given its own ``httpx.AsyncClient`` with a pool sized to the provider's
+concurrency, and ``max_retries=0``: tenacity (trace_scorer.judge.retry) is the only retry layer, so waits
+are ours to honour and count. When an endpoint rejects ``response_format`` the model's mode steps down
+(json_schema → json_object → none) for the rest of the process, once, with a warning.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+import structlog
+from pydantic import BaseModel
+
+from trace_scorer.config.judge import ModelPrice, ProviderSettings, StructuredOutput
+from trace_scorer.judge.errors import ProviderCallError
+from trace_scorer.judge.limits import ProviderLimits, Sleep
+from trace_scorer.judge.retry import RetryPolicy
+from trace_scorer.judge.structured import STEP_DOWN, response_format
+from trace_scorer.judge.usage import Usage
+
+log = structlog.get_logger(__name__)
+
+#: Words in a 400/422 error body that say the endpoint did not accept the structured-output parameter.
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "structured_output")
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One chat completion: the text, the tokens (and cost) it took, and how long it took."""
+
+    text: str | None
+    usage: Usage
+    finish_reason: str | None
+    response_model: str | None
+    mode: StructuredOutput
+    attempts: int
+    started: float
+    seconds: float
+
+
+def _rejects_format(exc: openai.APIStatusError) -> bool:
+    if exc.status_code not in (400, 422):
+        return False
+    text = f"{exc.message} {exc.body!r}".lower()
+    return any(word in text for word in _FORMAT_WORDS)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A short, log-safe description of a transport failure (no request bodies, no keys)."""
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {exc.message}"[:300]
+    if isinstance(exc, openai.APITimeoutError):
+        return "request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection error: {cause or exc}"[:300]
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+class Provider:
+    """A configured endpoint, shared by every model it serves and every metric that asks it."""
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        api_key: str,
+        retry: RetryPolicy,
+        *,
+        sleep: Sleep,
+        clock: Callable[[], float] = time.monotonic,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.name = settings.name
+        self.settings = settings
+        self.limits = ProviderLimits(
+            settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock
+        )
+        self._retry = retry
+        pool = httpx.Limits(
+            max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency
+        )
+        self._http = http_client or httpx.AsyncClient(limits=pool, timeout=settings.timeout)
+        self.client = openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=api_key,
+            timeout=settings.timeout,
+            max_retries=0,
+            # A (legacy) httpx client, which openai accepts: its pool is sized to the provider's
+            # concurrency, and it is the transport respx mocks in the tests.
+            http_client=self._http,  # type: ignore[arg-type]
+            default_headers=settings.headers or None,
+        )
+        self._modes: dict[str, StructuredOutput] = {}
+
+    def price(self, model_id: str) -> ModelPrice | None:
+        return self.settings.prices.get(model_id)
+
+    def mode(self, model_id: str) -> StructuredOutput:
+        return self._modes.get(model_id, self.settings.structured_output)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+        await self._http.aclose()
+
+    async def complete(
+        self,
+        model_id: str,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        schema: type[BaseModel],
+        temperature: float,
+        max_tokens: int,
+    ) -> Completion:
+        """One answer from ``model_id``; raises :class:`ProviderCallError` when the retries run out."""
+        while True:
+            mode = self.mode(model_id)
+            try:
+                return await self._complete(model_id, messages, schema, temperature, max_tokens, mode)
+            except openai.APIStatusError as exc:
+                lower = STEP_DOWN[mode]
+                if lower is None or not _rejects_format(exc):
+                    raise
+                log.warning(
+                    "judge.structured_output.step_down",
+                    provider=self.name,
+                    model=model_id,
+                    rejected=mode,
+                    now=lower,
+                    error=describe_error(exc),
+                )
+                self._modes[model_id] = lower
+
+    async def _complete(
+        self,
+        model_id: str,
+        messages: Sequence[Mapping[str, str]],
+        schema: type[BaseModel],
+        temperature: float,
+        max_tokens: int,
+        mode: StructuredOutput,
+    ) -> Completion:
+        extra: dict[str, Any] = {}
+        if (fmt := response_format(mode, schema)) is not None:
+            extra["response_format"] = fmt
+        retrying = self._retry.retrying(on_retry_after=self.limits.pause)
+        started = time.time()
+        clock = time.monotonic()
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with self.limits.slot():
+                        response = await self.client.chat.completions.create(
+                            model=model_id,
+                            messages=list(messages),  # type: ignore[arg-type]
+                            temperature=temperature,
+                            max_tokens=max_tokens,
+                            **extra,
+                        )
+        except openai.APIStatusError as exc:
+            if _rejects_format(exc) and STEP_DOWN[mode] is not None:
+                raise  # the caller steps down
+            raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
+        except openai.OpenAIError as exc:
+            raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
+        choice = response.choices[0] if response.choices else None
+        message = choice.message if choice is not None else None
+        text = message.content if message is not None else None
+        if text is None and message is not None and getattr(message, "refusal", None):
+            text = f"(refused: {message.refusal})"
+        usage = Usage(calls=1, cost=None)  # an endpoint that reports no usage: tokens and cost unknown
+        if response.usage is not None:
+            prompt, completion = response.usage.prompt_tokens or 0, response.usage.completion_tokens or 0
+            price = self.price(model_id)
+            usage = Usage(prompt, completion, 1, price.cost(prompt, completion) if price else None)
+        return Completion(
+            text=text,
+            usage=usage,
+            finish_reason=choice.finish_reason if choice is not None else None,
+            response_model=response.model,
+            mode=mode,
+            attempts=retrying.statistics.get("attempt_number", 1),
+            started=started,
+            seconds=time.monotonic() - clock,
+        )
+
+    def _failure(self, model_id: str, exc: BaseException, attempts: int) -> ProviderCallError:
+        ref = f"{self.name}/{model_id}"
+        times = "attempt" if attempts == 1 else "attempts"
+        return ProviderCallError(ref, f"{describe_error(exc)} (after {attempts} {times})")
