@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from trace_scorer import __version__
 from trace_scorer.config import ConfigError, MetricEntry, Settings, TargetSettings, load_settings
 from trace_scorer.inputs import load_inputs
+from trace_scorer.judge import build_judge
 from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricRegistry, RegistryError, default_registry
@@ -85,34 +86,41 @@ def _group_key(sample: Sample, field: str) -> str | None:
 
 
 async def _score(
-    plan: TargetPlan, samples: list[Sample], show_progress: bool
-) -> tuple[list[SampleResult], list[GroupResult]]:
-    pipeline = Pipeline(plan)
-    remote = any(not m.deterministic() for m in plan.sample_metrics)
-    results: list[SampleResult] = []
-    progress = Progress(
-        TextColumn("scoring"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        disable=not show_progress,
-        transient=True,
-    )
-    with progress:
-        task = progress.add_task("scoring", total=len(samples))
-        async for result in pipeline.score_samples(samples, concurrency=REMOTE_CONCURRENCY if remote else 1):
-            results.append(result)
-            progress.advance(task)
-    groups: list[GroupResult] = []
-    if plan.target.group_by:
-        members: dict[str, list[SampleResult]] = {}
-        for result in results:
-            key = _group_key(result.sample, plan.target.group_by)
-            if key is not None:
-                members.setdefault(key, []).append(result)
-        groups = [await pipeline.score_group(key, group) for key, group in members.items()]
-    return results, groups
+    settings: Settings, target: TargetSettings, index: int, samples: list[Sample], show_progress: bool
+) -> tuple[TargetPlan, list[SampleResult], list[GroupResult]]:
+    """Build the judge and the plan, score every sample, then the groups; the judge is closed in this loop."""
+    judge = build_judge(settings, tracing_default=False)
+    try:
+        plan = build_plan(target, index=index, registry=default_registry(), resources=Resources(judge=judge))
+        pipeline = Pipeline(plan)
+        remote = any(not m.deterministic() for m in plan.sample_metrics)
+        results: list[SampleResult] = []
+        progress = Progress(
+            TextColumn("scoring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            disable=not show_progress,
+            transient=True,
+        )
+        with progress:
+            task = progress.add_task("scoring", total=len(samples))
+            async for result in pipeline.score_samples(samples, concurrency=REMOTE_CONCURRENCY if remote else 1):
+                results.append(result)
+                progress.advance(task)
+        groups: list[GroupResult] = []
+        if target.group_by:
+            members: dict[str, list[SampleResult]] = {}
+            for result in results:
+                key = _group_key(result.sample, target.group_by)
+                if key is not None:
+                    members.setdefault(key, []).append(result)
+            groups = [await pipeline.score_group(key, group) for key, group in members.items()]
+        return plan, results, groups
+    finally:
+        if judge is not None:
+            await judge.aclose()
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -135,10 +143,8 @@ def run_score(args: argparse.Namespace) -> int:
     index, target = chosen if chosen else (0, default_target(loaded.samples, registry))
     if not target.metrics:
         print("trace-scorer: no deterministic metric has its inputs in these samples", file=sys.stderr)
-    plan = build_plan(target, index=index, registry=registry, resources=Resources())
-
     show_progress = sys.stderr.isatty() and len(loaded.samples) >= PROGRESS_FROM
-    results, groups = asyncio.run(_score(plan, loaded.samples, show_progress))
+    plan, results, groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress))
 
     if args.json:
         write_json_lines(sys.stdout, results, groups)

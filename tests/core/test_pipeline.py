@@ -86,7 +86,7 @@ async def test_metric_needing_an_unconfigured_judge_is_skipped_with_advice(toy_r
     p = pipeline(toy_registry, [{"metric": "toy_needs_judge"}, {"metric": "toy_metadata_value", "name": "v"}])
     result = await p.score_sample(sample("a", x=0.5))
     reason = result.reasons(Skipped)["toy_needs_judge"]
-    assert "no LLM judge is configured" in reason and "[[providers]]" in reason
+    assert "no judge model configured" in reason and "[[providers]]" in reason
     assert result.values(kpis=False) == {"v": 0.5}
 
 

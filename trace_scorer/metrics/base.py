@@ -114,12 +114,6 @@ class Metric(ABC, Generic[OptionsT]):
         """Score names of other metrics whose results this one reads (on the same sample or group)."""
         return ()
 
-    def check(self) -> None:
-        """Start-up checks beyond the options' own validation (e.g. judge model names exist).
-
-        Raise ValueError with the reason; the plan builder reports it as a configuration error.
-        """
-
     def output_names(self) -> tuple[str, ...]:
         """The score names this metric produces (its configured name unless it returns several)."""
         return (self.name,)
