@@ -46,6 +46,8 @@ class Call:
     template: str
     request: httpx.Request
     status: int | str
+    #: The fake clock's monotonic time when the request arrived (when a clock is attached).
+    at: float | None = None
 
 
 class FakeLangfuse:
@@ -56,6 +58,8 @@ class FakeLangfuse:
         self.faults: dict[tuple[str, str], deque[Fault]] = defaultdict(deque)
         self.calls: list[Call] = []
         self.violations: list[str] = []
+        #: Attach a clock (anything with ``monotonic()``) to record when each request arrived.
+        self.clock: Any = None
         router.route(url__startswith=base_url).mock(side_effect=self._dispatch)
 
     def on(self, method: str, template: str, handler: Handler | Reply | dict[str, Any]) -> None:
@@ -82,7 +86,7 @@ class FakeLangfuse:
             raise
         key = (request.method, template)
         params = self.contract.api.operation(request.method, request.url.raw_path.decode().split("?")[0]).path_params
-        call = Call(request.method, template, request, "?")
+        call = Call(request.method, template, request, "?", self.clock.monotonic() if self.clock else None)
         self.calls.append(call)
         if self.faults[key]:
             fault = self.faults[key].popleft()
