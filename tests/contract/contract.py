@@ -83,7 +83,9 @@ class Contract:
     def check_request(self, method: str, url: httpx.URL | str, body: Any = None) -> str:
         """Validate one request; returns the operation's path template."""
         url = httpx.URL(url) if isinstance(url, str) else url
-        raw_path = url.raw_path.decode("ascii").split("?", 1)[0]  # percent-encoded: "/" in an id stays one segment
+        raw_path = url.raw_path.decode("ascii").split("?", 1)[
+            0
+        ]  # percent-encoded: "/" in an id stays one segment
         operation = self.api.operation(method, raw_path)
         what = f"{operation.method} {url.path}"
         parameters = operation.spec.get("parameters", [])
@@ -117,7 +119,9 @@ class Contract:
         self._check_body(operation.method, operation.path, operation.pointer, operation.spec, body, what)
         return operation.path
 
-    def _check_body(self, method: str, template: str, pointer: str, spec: Mapping[str, Any], body: Any, what: str) -> None:
+    def _check_body(
+        self, method: str, template: str, pointer: str, spec: Mapping[str, Any], body: Any, what: str
+    ) -> None:
         request_body = spec.get("requestBody")
         if request_body is None:
             if body is not None:

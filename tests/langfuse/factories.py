@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from tests.contract import get_contract
 
 T0 = datetime(2026, 10, 1, 0, 0, 0, tzinfo=UTC)
 PROJECT_ID = "proj-1"
+B = TypeVar("B")
 
 
 def iso(value: datetime | str | None) -> str | None:
@@ -29,7 +30,7 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def _check(method: str, template: str, body: Any, status: int = 200) -> Any:
+def _check(method: str, template: str, body: B, status: int = 200) -> B:
     get_contract().check_response(method, template, status, body)
     return body
 
@@ -56,7 +57,11 @@ def health(version: str = "4.60.0") -> dict[str, Any]:
 
 
 def projects(project_id: str = PROJECT_ID, name: str = "demo") -> dict[str, Any]:
-    body = {"data": [{"id": project_id, "name": name, "organization": {"id": "org-1", "name": "acme"}, "metadata": {}}]}
+    body = {
+        "data": [
+            {"id": project_id, "name": name, "organization": {"id": "org-1", "name": "acme"}, "metadata": {}}
+        ]
+    }
     return _check("GET", "/api/public/projects", body)
 
 
@@ -86,7 +91,9 @@ def score_config(
     return _check("POST", "/api/public/score-configs", config)
 
 
-def score_configs_page(configs: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None) -> dict[str, Any]:
+def score_configs_page(
+    configs: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None
+) -> dict[str, Any]:
     total = len(configs) if total is None else total
     meta = {"page": page, "limit": limit, "totalItems": total, "totalPages": max(1, -(-total // limit))}
     return _check("GET", "/api/public/score-configs", {"data": configs, "meta": meta})
@@ -162,7 +169,7 @@ def observations_page(rows: list[dict[str, Any]], cursor: str | None = None) -> 
 
 
 def dataset(dataset_id: str, name: str) -> dict[str, Any]:
-    body = {
+    body: dict[str, Any] = {
         "id": dataset_id,
         "name": name,
         "description": None,
@@ -291,7 +298,12 @@ def scores_partial(accepted: int, messages: list[str]) -> Reply:
 
 
 def _meta(page: int, limit: int, total: int) -> dict[str, int]:
-    return {"page": page, "limit": limit, "totalItems": total, "totalPages": -(-total // limit) if total else 0}
+    return {
+        "page": page,
+        "limit": limit,
+        "totalItems": total,
+        "totalPages": -(-total // limit) if total else 0,
+    }
 
 
 def v3_observation(
@@ -389,14 +401,24 @@ def v3_trace(
     return trace
 
 
-def v3_traces_page(traces: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None) -> dict[str, Any]:
-    listed = [{**t, "observations": [o["id"] if isinstance(o, dict) else o for o in t.get("observations") or []]} for t in traces]
+def v3_traces_page(
+    traces: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None
+) -> dict[str, Any]:
+    listed = [
+        {**t, "observations": [o["id"] if isinstance(o, dict) else o for o in t.get("observations") or []]}
+        for t in traces
+    ]
     body = {"data": listed, "meta": _meta(page, limit, len(traces) if total is None else total)}
     return _check("GET", "/api/public/traces", body)
 
 
 def v3_dataset_run(
-    run_id: str, name: str, dataset_id: str, dataset_name: str, created: datetime | str, updated: datetime | str | None = None
+    run_id: str,
+    name: str,
+    dataset_id: str,
+    dataset_name: str,
+    created: datetime | str,
+    updated: datetime | str | None = None,
 ) -> dict[str, Any]:
     run = {
         "id": run_id,
@@ -412,13 +434,20 @@ def v3_dataset_run(
     return run
 
 
-def v3_dataset_runs_page(runs: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None) -> dict[str, Any]:
+def v3_dataset_runs_page(
+    runs: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None
+) -> dict[str, Any]:
     body = {"data": runs, "meta": _meta(page, limit, len(runs) if total is None else total)}
     return _check("GET", "/api/public/datasets/{datasetName}/runs", body)
 
 
 def v3_dataset_run_item(
-    item_id: str, run: dict[str, Any], dataset_item_id: str, trace_id: str, created: datetime | str, observation_id: str | None = None
+    item_id: str,
+    run: dict[str, Any],
+    dataset_item_id: str,
+    trace_id: str,
+    created: datetime | str,
+    observation_id: str | None = None,
 ) -> dict[str, Any]:
     row = {
         "id": item_id,
@@ -434,7 +463,9 @@ def v3_dataset_run_item(
     return row
 
 
-def v3_dataset_run_items_page(rows: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None) -> dict[str, Any]:
+def v3_dataset_run_items_page(
+    rows: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None
+) -> dict[str, Any]:
     body = {"data": rows, "meta": _meta(page, limit, len(rows) if total is None else total)}
     return _check("GET", "/api/public/dataset-run-items", body)
 

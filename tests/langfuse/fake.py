@@ -51,7 +51,9 @@ class Call:
 
 
 class FakeLangfuse:
-    def __init__(self, router: respx.MockRouter, base_url: str = BASE_URL, contract: Contract | None = None) -> None:
+    def __init__(
+        self, router: respx.MockRouter, base_url: str = BASE_URL, contract: Contract | None = None
+    ) -> None:
         self.base_url = base_url
         self.contract = contract or get_contract()
         self.handlers: dict[tuple[str, str], Handler] = {}
@@ -85,7 +87,9 @@ class FakeLangfuse:
             self.violations.append(str(violation))
             raise
         key = (request.method, template)
-        params = self.contract.api.operation(request.method, request.url.raw_path.decode().split("?")[0]).path_params
+        params = self.contract.api.operation(
+            request.method, request.url.raw_path.decode().split("?")[0]
+        ).path_params
         call = Call(request.method, template, request, "?", self.clock.monotonic() if self.clock else None)
         self.calls.append(call)
         if self.faults[key]:
@@ -95,7 +99,9 @@ class FakeLangfuse:
                 raise httpx.ReadTimeout("timed out", request=request)
             if isinstance(fault, Disconnect):
                 call.status = "connection_error"
-                raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+                raise httpx.RemoteProtocolError(
+                    "Server disconnected without sending a response.", request=request
+                )
             reply = fault
         elif key in self.handlers:
             reply = self.handlers[key](request, dict(params))
@@ -144,8 +150,18 @@ def _not_found(message: str) -> Reply:
 
 _GROUPS = {
     "core": ("id", "traceId", "startTime", "endTime", "projectId", "parentObservationId", "type"),
-    "basic": ("name", "level", "statusMessage", "version", "environment", "bookmarked", "public", "userId",
-              "sessionId", "isRootObservation"),  # fmt: skip
+    "basic": (
+        "name",
+        "level",
+        "statusMessage",
+        "version",
+        "environment",
+        "bookmarked",
+        "public",
+        "userId",
+        "sessionId",
+        "isRootObservation",
+    ),
     "time": ("completionStartTime", "createdAt", "updatedAt"),
     "io": ("input", "output"),
     "metadata": ("metadata",),
@@ -203,7 +219,11 @@ class _Common:
 
     def _dataset(self, request: httpx.Request, params: dict[str, str]) -> Reply:
         name = params["datasetName"]
-        return Reply(200, self.datasets[name]) if name in self.datasets else _not_found(f"dataset {name} not found")
+        return (
+            Reply(200, self.datasets[name])
+            if name in self.datasets
+            else _not_found(f"dataset {name} not found")
+        )
 
     def _dataset_item(self, request: httpx.Request, params: dict[str, str]) -> Reply:
         item = self.dataset_items.get(params["id"])
@@ -236,7 +256,9 @@ class V4Server(_Common):
         if _one(params, "parseIoAsJson") == "true":
             return Reply(400, {"message": "parseIoAsJson is deprecated"})
         rows = [r for r in self.observations if _observation_matches(r, params)]
-        rows.sort(key=lambda r: datetime.fromisoformat(r["startTime"]), reverse=True)  # stable: duplicates stay adjacent
+        rows.sort(
+            key=lambda r: datetime.fromisoformat(r["startTime"]), reverse=True
+        )  # stable: duplicates stay adjacent
         limit = int(_one(params, "limit") or 50)
         if limit > 1000:
             return Reply(400, {"message": "limit must be at most 1000"})
@@ -256,17 +278,31 @@ class V4Server(_Common):
         for experiment in self.experiments:
             if dataset_ids and experiment["datasetId"] not in dataset_ids:
                 continue
-            items = [i for i in self.items if i["experimentId"] == experiment["id"] and _in(i["startTime"], start, end)]
+            items = [
+                i
+                for i in self.items
+                if i["experimentId"] == experiment["id"] and _in(i["startTime"], start, end)
+            ]
             if not items:
                 continue
             times = sorted(datetime.fromisoformat(i["startTime"]) for i in items)
             # As Langfuse: start/end/itemCount computed within the requested window.
-            out.append({**experiment, "startTime": f.iso(times[0]), "endTime": f.iso(times[-1]), "itemCount": len(items)})
+            out.append(
+                {
+                    **experiment,
+                    "startTime": f.iso(times[0]),
+                    "endTime": f.iso(times[-1]),
+                    "itemCount": len(items),
+                }
+            )
         out.sort(key=lambda e: e["endTime"], reverse=True)
         offset = _decode_cursor(_one(params, "cursor"))
         cursor = _encode_cursor(offset + limit) if offset + limit < len(out) else None
         fields = set((_one(params, "fields") or "core").split(","))
-        page = [e if "metadata" in fields else {k: v for k, v in e.items() if k != "metadata"} for e in out[offset : offset + limit]]
+        page = [
+            e if "metadata" in fields else {k: v for k, v in e.items() if k != "metadata"}
+            for e in out[offset : offset + limit]
+        ]
         return Reply(200, f.experiments_page(page, cursor))
 
     def _items(self, request: httpx.Request, _: dict[str, str]) -> Reply:
@@ -276,7 +312,11 @@ class V4Server(_Common):
             return Reply(400, {"message": "limit must be at most 100"})
         start, end = _time(_one(params, "fromStartTime")), _time(_one(params, "toStartTime"))
         experiment_ids = set((_one(params, "experimentId") or "").split(",")) - {""}
-        rows = [i for i in self.items if (not experiment_ids or i["experimentId"] in experiment_ids) and _in(i["startTime"], start, end)]
+        rows = [
+            i
+            for i in self.items
+            if (not experiment_ids or i["experimentId"] in experiment_ids) and _in(i["startTime"], start, end)
+        ]
         rows.sort(key=lambda r: r["startTime"], reverse=True)
         offset = _decode_cursor(_one(params, "cursor"))
         cursor = _encode_cursor(offset + limit) if offset + limit < len(rows) else None
@@ -323,27 +363,27 @@ def _observation_matches(row: dict[str, Any], params: dict[str, list[str]]) -> b
         return False
     if "environment" in params and row.get("environment") not in params["environment"]:
         return False
-    for condition in json.loads(_one(params, "filter") or "[]"):
-        if not _condition_holds(row, condition):
-            return False
-    return True
+    return all(_condition_holds(row, condition) for condition in json.loads(_one(params, "filter") or "[]"))
 
 
 def _condition_holds(row: dict[str, Any], c: dict[str, Any]) -> bool:
-    kind, column, operator, value = c["type"], c["column"], c["operator"], c.get("value")
+    kind, column, operator = c["type"], c["column"], c["operator"]
+    value: Any = c.get("value")
     if kind == "datetime" and column == "startTime":
         moment, bound = datetime.fromisoformat(row["startTime"]), datetime.fromisoformat(value)
-        return {">=": moment >= bound, "<": moment < bound, ">": moment > bound, "<=": moment <= bound}[operator]
+        return {">=": moment >= bound, "<": moment < bound, ">": moment > bound, "<=": moment <= bound}[
+            operator
+        ]
     if kind == "boolean" and column == "isRootObservation":
-        return bool(row.get("isRootObservation")) == value
+        return bool(bool(row.get("isRootObservation")) == value)
     if kind == "stringOptions" and column == "environment":
-        return (row.get("environment") in value) == (operator == "any of")
+        return bool((row.get("environment") in value) == (operator == "any of"))
     if kind == "string" and operator == "=" and column in ("traceName", "userId", "name"):
-        return row.get(column) == value
+        return bool(row.get(column) == value)
     if kind == "arrayOptions" and column in ("tags", "traceTags") and operator == "all of":
-        return set(value) <= set(row.get("tags") or [])
+        return bool(set(value) <= set(row.get("tags") or []))
     if kind == "stringObject" and column == "metadata" and operator == "=":
-        return (row.get("metadata") or {}).get(c["key"]) == value
+        return bool((row.get("metadata") or {}).get(c["key"]) == value)
     raise AssertionError(f"the fake does not know filter condition {c}")
 
 
@@ -401,7 +441,12 @@ class V3Server(_Common):
             rows.append(trace)
         rows.sort(key=lambda t: t["timestamp"], reverse=_one(params, "orderBy") != "timestamp.asc")
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
-        return Reply(200, f.v3_traces_page(rows[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(rows)))
+        return Reply(
+            200,
+            f.v3_traces_page(
+                rows[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(rows)
+            ),
+        )
 
     def _trace(self, request: httpx.Request, params: dict[str, str]) -> Reply:
         trace = self.traces.get(unquote(params["traceId"]))
@@ -411,15 +456,30 @@ class V3Server(_Common):
         params = _params(request)
         runs = self.runs.get(path["datasetName"], [])
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
-        return Reply(200, f.v3_dataset_runs_page(runs[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(runs)))
+        return Reply(
+            200,
+            f.v3_dataset_runs_page(
+                runs[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(runs)
+            ),
+        )
 
     def _run_items(self, request: httpx.Request, _: dict[str, str]) -> Reply:
         params = _params(request)
         dataset_id, run_name = _one(params, "datasetId"), _one(params, "runName")
-        run_ids = {r["id"] for runs in self.runs.values() for r in runs if r["datasetId"] == dataset_id and r["name"] == run_name}
+        run_ids = {
+            r["id"]
+            for runs in self.runs.values()
+            for r in runs
+            if r["datasetId"] == dataset_id and r["name"] == run_name
+        }
         rows = [i for i in self.run_items if i["datasetRunId"] in run_ids]
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
-        return Reply(200, f.v3_dataset_run_items_page(rows[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(rows)))
+        return Reply(
+            200,
+            f.v3_dataset_run_items_page(
+                rows[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(rows)
+            ),
+        )
 
     def _ingest(self, request: httpx.Request, _: dict[str, str]) -> Reply:
         batch = json.loads(request.content)["batch"]
@@ -436,18 +496,19 @@ class V3Server(_Common):
 
 
 def _v3_condition(trace: dict[str, Any], c: dict[str, Any]) -> bool:
-    kind, column, operator, value = c["type"], c["column"], c["operator"], c.get("value")
+    kind, column, operator = c["type"], c["column"], c["operator"]
+    value: Any = c.get("value")
     if kind == "datetime" and column == "timestamp":
         moment, bound = datetime.fromisoformat(trace["timestamp"]), datetime.fromisoformat(value)
         return {">=": moment >= bound, "<": moment < bound}[operator]
     if kind == "stringOptions" and column == "environment":
-        return (trace["environment"] in value) == (operator == "any of")
+        return bool((trace["environment"] in value) == (operator == "any of"))
     if kind == "string" and operator == "=" and column in ("name", "userId"):
-        return trace.get(column) == value
+        return bool(trace.get(column) == value)
     if kind == "arrayOptions" and column == "tags" and operator == "all of":
-        return set(value) <= set(trace.get("tags") or [])
+        return bool(set(value) <= set(trace.get("tags") or []))
     if kind == "stringObject" and column == "metadata" and operator == "=":
-        return (trace.get("metadata") or {}).get(c["key"]) == value
+        return bool((trace.get("metadata") or {}).get(c["key"]) == value)
     raise AssertionError(f"the fake does not know filter condition {c}")
 
 

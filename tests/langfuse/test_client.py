@@ -21,8 +21,12 @@ async def test_connect_on_v4_server_reports_version_project_and_v4(
     assert (info.server_version, info.project_id, info.generation) == ("4.60.0", "proj-1", ApiGeneration.V4)
     assert isinstance(client.reads, V4Reader)
     probed = [c.template for c in fake.calls]
-    assert probed == ["/api/public/health", "/api/public/projects", "/api/public/v2/observations",
-                      "/api/public/experiments"]  # fmt: skip
+    assert probed == [
+        "/api/public/health",
+        "/api/public/projects",
+        "/api/public/v2/observations",
+        "/api/public/experiments",
+    ]
 
 
 async def test_connect_on_v3_server_falls_back_to_legacy_on_404(
@@ -44,7 +48,9 @@ async def test_server_with_observations_but_no_experiments_is_treated_as_legacy(
     assert info.generation is ApiGeneration.V3
 
 
-async def test_configured_generation_skips_the_probe(v3: V3Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_configured_generation_skips_the_probe(
+    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     info = await make_client(api_generation="v3").connect()
     assert info.generation is ApiGeneration.V3
     assert not fake.calls_to("GET", "/api/public/v2/observations")

@@ -16,7 +16,7 @@ from tests.langfuse.factories import at
 from tests.langfuse.fake import FakeLangfuse, V3Server, V4Server
 from trace_scorer.langfuse import (
     ApiGeneration,
-    Dataset,
+    LangfuseClient,
     ScoreConfigSpec,
     ScoreSubject,
     ScoreToPost,
@@ -47,19 +47,32 @@ def test_openapi_file_is_found_via_the_env_var(tmp_path: Path, monkeypatch: pyte
 def test_nullable_becomes_a_null_alternative() -> None:
     assert to_json_schema({"type": "string", "nullable": True}) == {"type": ["string", "null"]}
     assert to_json_schema({"$ref": "#/x", "nullable": True}) == {"anyOf": [{"$ref": "#/x"}, {"type": "null"}]}
-    assert to_json_schema({"enum": ["A"], "type": "string", "nullable": True}) == {"enum": ["A", None], "type": ["string", "null"]}
+    assert to_json_schema({"enum": ["A"], "type": "string", "nullable": True}) == {
+        "enum": ["A", None],
+        "type": ["string", "null"],
+    }
     assert to_json_schema({"properties": {"a": {"type": "integer", "nullable": True}}}) == {
         "properties": {"a": {"type": ["integer", "null"]}}
     }
 
 
 def test_nullable_fields_accept_null_and_refs_resolve(contract: Contract) -> None:
-    run_item = {"id": "ri", "datasetRunId": "r", "datasetRunName": "n", "datasetItemId": "i", "traceId": "t",
-                "observationId": None, "createdAt": "2026-10-01T00:00:00Z", "updatedAt": "2026-10-01T00:00:00Z"}  # fmt: skip
+    run_item = {
+        "id": "ri",
+        "datasetRunId": "r",
+        "datasetRunName": "n",
+        "datasetItemId": "i",
+        "traceId": "t",
+        "observationId": None,
+        "createdAt": "2026-10-01T00:00:00Z",
+        "updatedAt": "2026-10-01T00:00:00Z",
+    }
     page = {"data": [run_item], "meta": {"page": 1, "limit": 50, "totalItems": 1, "totalPages": 1}}
     contract.check_response("GET", "/api/public/dataset-run-items", 200, page)
     with pytest.raises(ContractViolation, match="traceId"):
-        contract.check_response("GET", "/api/public/dataset-run-items", 200, {**page, "data": [{**run_item, "traceId": 7}]})
+        contract.check_response(
+            "GET", "/api/public/dataset-run-items", 200, {**page, "data": [{**run_item, "traceId": 7}]}
+        )
 
 
 @pytest.mark.parametrize(
@@ -74,7 +87,12 @@ def test_nullable_fields_accept_null_and_refs_resolve(contract: Contract) -> Non
         ("GET", "/api/public/v2/observations?orderBy=startTime", None, "not in the OpenAPI operation"),
         ("GET", "/api/public/v2/observations?limit=1&limit=2", None, "given 2 times"),
         ("GET", "/api/public/v2/observations?level=LOUD", None, "LOUD"),
-        ("GET", "/api/public/v2/observations?filter=%5B%7B%22column%22%3A%22x%22%7D%5D", None, "needs a string"),
+        (
+            "GET",
+            "/api/public/v2/observations?filter=%5B%7B%22column%22%3A%22x%22%7D%5D",
+            None,
+            "needs a string",
+        ),
         ("GET", "/api/public/experiments?datasetId=ds", None, "required query parameter 'fromStartTime'"),
         ("GET", "/api/public/dataset-run-items?datasetId=ds", None, "runName"),
         ("POST", "/api/public/scores", {"name": "a", "value": 1}, "non-empty JSON list"),
@@ -98,8 +116,13 @@ def test_requests_that_break_the_contract_are_caught(
         ("GET", "/api/public/experiment-items", 200, {"data": [{"id": "i"}], "meta": {}}, "trace_id"),
         ("POST", "/api/public/scores", 200, {"message": "Accepted"}, "expects status"),
         ("POST", "/api/public/scores", 207, {"accepted": 1}, "rejected"),
-        ("GET", "/api/public/traces", 200, {"data": [{"id": "t"}], "meta": {"page": 1, "limit": 1, "totalItems": 1,
-                                                                              "totalPages": 1}}, "timestamp"),  # fmt: skip
+        (
+            "GET",
+            "/api/public/traces",
+            200,
+            {"data": [{"id": "t"}], "meta": {"page": 1, "limit": 1, "totalItems": 1, "totalPages": 1}},
+            "timestamp",
+        ),
         ("POST", "/api/public/ingestion", 200, {"successes": [], "errors": []}, "status not in the OpenAPI"),
         ("GET", "/api/public/health", 500, "Internal Server Error", "string 'message'"),
     ],
@@ -111,7 +134,9 @@ def test_answers_that_break_the_contract_are_caught(
         contract.check_response(method, template, status, body)
 
 
-def test_every_v4_endpoint_is_modelled_by_the_package_and_every_legacy_one_is_in_the_file(contract: Contract) -> None:
+def test_every_v4_endpoint_is_modelled_by_the_package_and_every_legacy_one_is_in_the_file(
+    contract: Contract,
+) -> None:
     for endpoint in ep.ALL:
         contract.api.operation_by_template(endpoint.method, endpoint.path)  # in the OpenAPI file
         modelled = (endpoint.method, endpoint.path) in PACKAGE_MODELS
@@ -126,11 +151,17 @@ def test_the_fake_refuses_an_answer_outside_the_contract(fake: FakeLangfuse) -> 
 # --- every route the adapter uses, on both generations -------------------------------------------
 
 
-async def _exercise(client: object, window: TimeWindow) -> None:
+async def _exercise(client: LangfuseClient, window: TimeWindow) -> None:
     """Every read and write the adapter offers (the worker's whole surface)."""
-    reads = client.reads  # type: ignore[attr-defined]
-    trace_filter = TraceFilter(environments=("production",), exclude_environments=("dev",), tags=("a",),
-                               metadata={"k": "v"}, trace_name="agent", user_id="u")  # fmt: skip
+    reads = client.reads
+    trace_filter = TraceFilter(
+        environments=("production",),
+        exclude_environments=("dev",),
+        tags=("a",),
+        metadata={"k": "v"},
+        trace_name="agent",
+        user_id="u",
+    )
     roots = [r async for r in reads.list_trace_roots(window, trace_filter)]
     roots += [r async for r in reads.list_trace_roots(window, TraceFilter())]
     assert roots, "the fixture data must produce roots"
@@ -139,18 +170,32 @@ async def _exercise(client: object, window: TimeWindow) -> None:
     dataset = await reads.get_dataset("bench")
     for experiment in [e async for e in reads.list_experiments([dataset], since=at(0))]:
         _ = [i async for i in reads.list_experiment_items(experiment, since=at(0))]
-    await client.ensure_score_configs([ScoreConfigSpec("accuracy"), ScoreConfigSpec("fresh")])  # type: ignore[attr-defined]
-    report = await client.post_scores([  # type: ignore[attr-defined]
-        ScoreToPost(ScoreSubject.trace(roots[0].trace_id), "accuracy", 0.5, roots[0].start_time),
-        ScoreToPost(ScoreSubject.run("exp-1"), "fresh", 1.0, at(0), metadata={"config_hash": "abc"}),
-    ])  # fmt: skip
+    await client.ensure_score_configs([ScoreConfigSpec("accuracy"), ScoreConfigSpec("fresh")])
+    report = await client.post_scores(
+        [
+            ScoreToPost(ScoreSubject.trace(roots[0].trace_id), "accuracy", 0.5, roots[0].start_time),
+            ScoreToPost(ScoreSubject.run("exp-1"), "fresh", 1.0, at(0), metadata={"config_hash": "abc"}),
+        ]
+    )
     assert len(report.accepted) == 2, report
 
 
-async def test_every_v4_route_keeps_the_contract(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_every_v4_route_keeps_the_contract(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     v4.observations = [
-        f.observation("r1", "t1", at(10), end=at(20), root=True, environment="production", tags=["a"],
-                      metadata={"k": "v"}, trace_name="agent", user_id="u"),  # fmt: skip
+        f.observation(
+            "r1",
+            "t1",
+            at(10),
+            end=at(20),
+            root=True,
+            environment="production",
+            tags=["a"],
+            metadata={"k": "v"},
+            trace_name="agent",
+            user_id="u",
+        ),
         f.observation("o1", "t1", at(11), parent="r1", type="TOOL"),
         f.observation("r2", "t2", at(30), end=at(40), root=True),
         f.observation("r3", "t3", at(50), end=at(55), root=True),
@@ -175,9 +220,20 @@ async def test_every_v4_route_keeps_the_contract(v4: V4Server, fake: FakeLangfus
     assert all(isinstance(c.status, int) for c in fake.calls)
 
 
-async def test_every_v3_route_keeps_the_contract(v3: V3Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
-    v3.add_trace(f.v3_trace("t1", at(10), tags=["a"], metadata={"k": "v"}, user_id="u", name="agent",
-                            observations=[f.v3_observation("o1", "t1", at(11), type="TOOL")]))  # fmt: skip
+async def test_every_v3_route_keeps_the_contract(
+    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v3.add_trace(
+        f.v3_trace(
+            "t1",
+            at(10),
+            tags=["a"],
+            metadata={"k": "v"},
+            user_id="u",
+            name="agent",
+            observations=[f.v3_observation("o1", "t1", at(11), type="TOOL")],
+        )
+    )
     v3.add_trace(f.v3_trace("t2", at(30), observations=[]))
     v3.add_dataset("ds-1", "bench")
     v3.add_dataset_item(f.dataset_item("item-1", "ds-1", "bench", expected_output="x"))
@@ -191,7 +247,9 @@ async def test_every_v3_route_keeps_the_contract(v3: V3Server, fake: FakeLangfus
     await _exercise(client, TimeWindow(at(0), at(3600)))
     used = {(c.method, c.template) for c in fake.calls}
     # The probe touches one v4 endpoint (404) before choosing legacy.
-    expected = {(e.method, e.path) for e in ep.COMMON + ep.V3_ONLY} | {(ep.OBSERVATIONS_V2.method, ep.OBSERVATIONS_V2.path)}
+    expected = {(e.method, e.path) for e in ep.COMMON + ep.V3_ONLY} | {
+        (ep.OBSERVATIONS_V2.method, ep.OBSERVATIONS_V2.path)
+    }
     assert used == expected
     assert not fake.violations
     events = json.loads(fake.calls_to("POST", "/api/public/ingestion")[0].request.content)["batch"]

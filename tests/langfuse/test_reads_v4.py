@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from tests.langfuse import factories as f
-from tests.langfuse.conftest import MakeClient
+from tests.langfuse.conftest import MakeClient, make_settings
 from tests.langfuse.factories import at
 from tests.langfuse.fake import FakeLangfuse, V4Server
-from trace_scorer.langfuse import ApiGeneration, Dataset, TimeWindow, TraceFilter, TraceRoot
+from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
 from trace_scorer.langfuse.reads_v4 import V4Reader
 
 OBS = ("GET", "/api/public/v2/observations")
@@ -29,10 +29,14 @@ def root(trace: str, start: float, **kw: Any) -> dict[str, Any]:
 
 
 def child(trace: str, n: int, start: float, **kw: Any) -> dict[str, Any]:
-    return f.observation(f"{trace}-obs{n}", trace, at(start), parent=f"{trace}-root", type="TOOL", name=f"tool{n}", **kw)
+    return f.observation(
+        f"{trace}-obs{n}", trace, at(start), parent=f"{trace}-root", type="TOOL", name=f"tool{n}", **kw
+    )
 
 
-async def roots_of(client: Any, window: TimeWindow = WINDOW, trace_filter: TraceFilter | None = None) -> list[TraceRoot]:
+async def roots_of(
+    client: Any, window: TimeWindow = WINDOW, trace_filter: TraceFilter | None = None
+) -> list[TraceRoot]:
     return [r async for r in client.reads.list_trace_roots(window, trace_filter or TraceFilter())]
 
 
@@ -67,35 +71,92 @@ async def test_roots_are_cursor_paged_and_each_trace_comes_once_newest_version(
     assert "cursor" not in first and "cursor" in calls[1].request.url.params
 
 
-async def test_roots_rows_are_plain_v4_dicts_with_raw_io_strings(v4: V4Server, make_client: MakeClient) -> None:
+async def test_roots_rows_are_plain_v4_dicts_with_raw_io_strings(
+    v4: V4Server, make_client: MakeClient
+) -> None:
     v4.observations = [root("t1", 10, input={"messages": [{"role": "user", "content": "hi"}]}, output="done")]
     (only,) = await roots_of(make_client(ApiGeneration.V4))
     assert isinstance(only.row, dict)
     assert only.row["input"] == '{"messages": [{"role": "user", "content": "hi"}]}'
     assert json.loads(only.row["input"])["messages"][0]["content"] == "hi"
-    assert {"id", "traceId", "type", "name", "startTime", "endTime", "parentObservationId", "metadata",
-            "environment", "updatedAt", "tags", "traceName"} <= only.row.keys()  # fmt: skip
+    assert {
+        "id",
+        "traceId",
+        "type",
+        "name",
+        "startTime",
+        "endTime",
+        "parentObservationId",
+        "metadata",
+        "environment",
+        "updatedAt",
+        "tags",
+        "traceName",
+    } <= only.row.keys()
 
 
 async def test_filters_without_simple_params_go_into_a_json_filter_with_the_window(
     v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
     v4.observations = [
-        root("keep", 10, environment="production", tags=["support", "vip"], metadata={"tenant": "acme"},
-             trace_name="support-agent", user_id="u1"),  # fmt: skip
-        root("staging", 20, environment="staging", tags=["support", "vip"], metadata={"tenant": "acme"},
-             trace_name="support-agent", user_id="u1"),  # fmt: skip
-        root("other-tenant", 30, tags=["support", "vip"], metadata={"tenant": "globex"}, trace_name="support-agent",
-             user_id="u1"),  # fmt: skip
-        root("one-tag", 40, tags=["support"], metadata={"tenant": "acme"}, trace_name="support-agent", user_id="u1"),
-        root("other-name", 50, tags=["support", "vip"], metadata={"tenant": "acme"}, trace_name="sales", user_id="u1"),
-        root("other-user", 60, tags=["support", "vip"], metadata={"tenant": "acme"}, trace_name="support-agent",
-             user_id="u2"),  # fmt: skip
+        root(
+            "keep",
+            10,
+            environment="production",
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "staging",
+            20,
+            environment="staging",
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "other-tenant",
+            30,
+            tags=["support", "vip"],
+            metadata={"tenant": "globex"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "one-tag",
+            40,
+            tags=["support"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "other-name",
+            50,
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="sales",
+            user_id="u1",
+        ),
+        root(
+            "other-user",
+            60,
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u2",
+        ),
     ]
     trace_filter = TraceFilter(
-        exclude_environments=("staging",), tags=("support", "vip"), metadata={"tenant": "acme"},
-        trace_name="support-agent", user_id="u1",
-    )  # fmt: skip
+        exclude_environments=("staging",),
+        tags=("support", "vip"),
+        metadata={"tenant": "acme"},
+        trace_name="support-agent",
+        user_id="u1",
+    )
     roots = await roots_of(make_client(ApiGeneration.V4), trace_filter=trace_filter)
     assert [r.trace_id for r in roots] == ["keep"]
     sent = json.loads(fake.calls_to(*OBS)[0].request.url.params["filter"])
@@ -106,8 +167,14 @@ async def test_filters_without_simple_params_go_into_a_json_filter_with_the_wind
 async def test_environment_list_uses_the_repeated_simple_parameter(
     v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
-    v4.observations = [root("a", 1, environment="production"), root("b", 2, environment="eu"), root("c", 3, environment="dev")]
-    roots = await roots_of(make_client(ApiGeneration.V4), trace_filter=TraceFilter(environments=("production", "eu")))
+    v4.observations = [
+        root("a", 1, environment="production"),
+        root("b", 2, environment="eu"),
+        root("c", 3, environment="dev"),
+    ]
+    roots = await roots_of(
+        make_client(ApiGeneration.V4), trace_filter=TraceFilter(environments=("production", "eu"))
+    )
     assert sorted(r.trace_id for r in roots) == ["a", "b"]
     params = fake.calls_to(*OBS)[0].request.url.params
     assert params.get_list("environment") == ["production", "eu"] and "filter" not in params
@@ -169,7 +236,9 @@ async def test_a_few_traces_are_fetched_one_request_each_bounded_by_their_times(
     assert datetime.fromisoformat(params["a"]["toStartTime"]) == at(100 + 3 + 60)  # root end + slack
 
 
-async def test_datasets_by_name_are_url_encoded_and_cached(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_datasets_by_name_are_url_encoded_and_cached(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     v4.add_dataset("ds-9", "team/bench v2")
     client = make_client(ApiGeneration.V4)
     assert await client.reads.get_dataset("team/bench v2") == Dataset("ds-9", "team/bench v2")
@@ -182,18 +251,40 @@ async def test_experiments_then_items_give_trace_output_and_expected_output(
     v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
     v4.add_dataset("ds-1", "bench")
-    v4.add_dataset_item(f.dataset_item("item-2", "ds-1", "bench", input={"q": "2+2"}, expected_output={"answer": "4"}))
+    v4.add_dataset_item(
+        f.dataset_item("item-2", "ds-1", "bench", input={"q": "2+2"}, expected_output={"answer": "4"})
+    )
     v4.experiments = [
         f.experiment("exp-1", "baseline", "ds-1", at(0), metadata={"model": "gpt-x"}),
         f.experiment("exp-other", "other", "ds-other", at(0)),
     ]
     v4.items = [
-        f.experiment_item("root-1", "trace-1", "exp-1", "baseline", "item-1", at(10), input={"q": "1+1"},
-                          output="2", expected_output={"answer": "2"}, item_metadata={"topic": "math"}),  # fmt: skip
-        f.experiment_item("root-2", "trace-2", "exp-1", "baseline", "item-2", at(20), input={"q": "2+2"},
-                          output="5", omit_expected_output=True),  # fmt: skip
-        f.experiment_item("root-3", "trace-3", "exp-1", "baseline", "item-2", at(30), output="4",
-                          omit_expected_output=True),  # fmt: skip
+        f.experiment_item(
+            "root-1",
+            "trace-1",
+            "exp-1",
+            "baseline",
+            "item-1",
+            at(10),
+            input={"q": "1+1"},
+            output="2",
+            expected_output={"answer": "2"},
+            item_metadata={"topic": "math"},
+        ),
+        f.experiment_item(
+            "root-2",
+            "trace-2",
+            "exp-1",
+            "baseline",
+            "item-2",
+            at(20),
+            input={"q": "2+2"},
+            output="5",
+            omit_expected_output=True,
+        ),
+        f.experiment_item(
+            "root-3", "trace-3", "exp-1", "baseline", "item-2", at(30), output="4", omit_expected_output=True
+        ),
         f.experiment_item("root-4", "trace-4", "exp-other", "other", "item-9", at(40), dataset_id="ds-other"),
     ]
     client = make_client(ApiGeneration.V4)
@@ -217,7 +308,9 @@ async def test_experiments_then_items_give_trace_output_and_expected_output(
     assert limits == {"100"}  # the endpoint's maximum, though page_size is 1000
 
 
-async def test_experiment_items_follow_the_cursor(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_experiment_items_follow_the_cursor(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
     v4.items = [
         f.experiment_item(f"root-{n}", f"trace-{n}", "exp-1", "run", f"item-{n}", at(n), expected_output=n)
@@ -228,3 +321,16 @@ async def test_experiment_items_follow_the_cursor(v4: V4Server, fake: FakeLangfu
     items = [i async for i in client.reads.list_experiment_items(experiment, since=at(0))]
     assert sorted(i.expected_output for i in items) == list(range(7))
     assert len(fake.calls_to("GET", "/api/public/experiment-items")) == 3
+
+
+async def test_long_metadata_keys_can_be_read_untruncated(
+    v4: V4Server, fake: FakeLangfuse, clock: Any
+) -> None:
+    v4.observations = [root("t1", 10)]
+    client = LangfuseClient(make_settings(), clock=clock, expand_metadata=["system_prompt", "rubric"])
+    client.use_generation(ApiGeneration.V4)
+    try:
+        await roots_of(client)
+    finally:
+        await client.aclose()
+    assert fake.calls_to(*OBS)[0].request.url.params["expandMetadata"] == "system_prompt,rubric"

@@ -37,14 +37,19 @@ async def test_429_waits_what_retry_after_says_in_seconds(
     v4.observations = [f.observation("r", "t1", at(1), root=True)]
     fake.fail_next(*OBS, f.error("rate limited", 429, **{"Retry-After": "17"}))
     client = make_client(ApiGeneration.V4)
-    assert await list_roots(client) == ["t1"]
+    with structlog.testing.capture_logs() as logs:
+        assert await list_roots(client) == ["t1"]
     assert clock.sleeps == [17.0]
+    (retry,) = [e for e in logs if e["event"] == "langfuse.retry"]
+    assert (retry["outcome"], retry["wait_seconds"], retry["attempt"]) == ("429", 17.0, 1)
     assert client.stats.requests[("GET /api/public/v2/observations", "429")] == 1
     assert client.stats.retries[("GET /api/public/v2/observations", "429")] == 1
     assert client.stats.retry_wait_seconds == 17.0
 
 
-async def test_429_retry_after_as_http_date(v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient) -> None:
+async def test_429_retry_after_as_http_date(
+    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+) -> None:
     when = email.utils.format_datetime(clock.now() + timedelta(seconds=42), usegmt=True)
     fake.fail_next(*HEALTH, f.error("slow down", 429, **{"Retry-After": when}))
     client = make_client(ApiGeneration.V4)
@@ -70,7 +75,9 @@ async def test_429_asking_for_longer_than_the_maximum_is_raised_not_waited(
     assert clock.sleeps == []
 
 
-async def test_5xx_backs_off_2_4_8_then_succeeds(v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient) -> None:
+async def test_5xx_backs_off_2_4_8_then_succeeds(
+    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+) -> None:
     fake.fail_next(*HEALTH, f.error("db down", 503), f.error("bad gateway", 502), f.error("oops", 500))
     info = await make_client().connect()
     assert info.server_version == "4.60.0"
@@ -85,7 +92,9 @@ async def test_backoff_is_capped_and_attempts_are_bounded(
     with pytest.raises(LangfuseHTTPError) as raised:
         await client.connect()
     assert clock.sleeps == [2.0, 6.0, 10.0, 10.0]
-    assert raised.value.attempts == 5 and "after 5 attempts" in str(raised.value) and "down" in str(raised.value)
+    assert (
+        raised.value.attempts == 5 and "after 5 attempts" in str(raised.value) and "down" in str(raised.value)
+    )
     assert len(fake.calls_to(*HEALTH)) == 5
 
 
@@ -113,9 +122,17 @@ async def test_timeouts_exhausted_raise_a_transport_error(
     assert raised.value.kind == "timeout" and raised.value.attempts == 3
 
 
-async def test_legacy_endpoints_retry_the_same_way(v3: V3Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient) -> None:
+async def test_legacy_endpoints_retry_the_same_way(
+    v3: V3Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+) -> None:
     v3.add_trace(f.v3_trace("t1", at(1), observations=[]))
-    fake.fail_next("GET", "/api/public/traces", f.error("busy", 429, **{"Retry-After": "3"}), f.error("down", 503), Timeout())
+    fake.fail_next(
+        "GET",
+        "/api/public/traces",
+        f.error("busy", 429, **{"Retry-After": "3"}),
+        f.error("down", 503),
+        Timeout(),
+    )
     client = make_client(ApiGeneration.V3)
     assert await list_roots(client) == ["t1"]
     assert clock.sleeps == [3.0, 4.0, 8.0]
@@ -137,7 +154,9 @@ async def test_other_4xx_is_not_retried_and_carries_the_server_message(
 async def test_auth_failure_names_base_url_and_key_variables_never_the_secret(
     status: int, v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*HEALTH, f.error("Invalid credentials. Confirm that you've configured the correct host.", status))
+    fake.fail_next(
+        *HEALTH, f.error("Invalid credentials. Confirm that you've configured the correct host.", status)
+    )
     with structlog.testing.capture_logs() as logs, pytest.raises(LangfuseAuthError) as raised:
         await make_client().connect()
     message = str(raised.value)
@@ -162,7 +181,9 @@ async def test_the_secret_is_sent_as_basic_auth_and_appears_in_no_error(
     assert SECRET not in repr(client.settings) and SECRET not in str(client.stats.snapshot())
 
 
-async def test_budget_keeps_requests_per_minute(v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient) -> None:
+async def test_budget_keeps_requests_per_minute(
+    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+) -> None:
     v4.observations = [f.observation(f"r{n}", f"t{n}", at(n), root=True) for n in range(10)]
     fake.clock = clock
     client = make_client(ApiGeneration.V4, requests_per_minute=3, page_size=1)
@@ -172,7 +193,9 @@ async def test_budget_keeps_requests_per_minute(v4: V4Server, fake: FakeLangfuse
     assert client.stats.budget_wait_seconds == 180.0
 
 
-async def test_stats_snapshot_counts_by_endpoint_and_outcome(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_stats_snapshot_counts_by_endpoint_and_outcome(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     fake.fail_next(*HEALTH, f.error("down", 503))
     client = make_client()
     await client.connect()

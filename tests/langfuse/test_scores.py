@@ -31,14 +31,20 @@ SCORES = ("POST", "/api/public/scores")
 START = datetime(2026, 10, 1, 0, 12, 0, 875_432, tzinfo=UTC)
 
 
-def score(trace: str = "trace-1", name: str = "tool_call_accuracy", value: Any = 0.75, **kw: Any) -> ScoreToPost:
+def score(
+    trace: str = "trace-1", name: str = "tool_call_accuracy", value: Any = 0.75, **kw: Any
+) -> ScoreToPost:
     kw.setdefault("timestamp", START)
     return ScoreToPost(subject=ScoreSubject.trace(trace), name=name, value=value, **kw)
 
 
 def accounted_once(report: DeliveryReport, scores: list[ScoreToPost]) -> bool:
     """Every score handed in is in exactly one of the report's lists."""
-    seen = [id(s) for s in report.accepted] + [id(r.score) for r in report.rejected] + [id(s) for s in report.undelivered]
+    seen = (
+        [id(s) for s in report.accepted]
+        + [id(r.score) for r in report.rejected]
+        + [id(s) for s in report.undelivered]
+    )
     seen += [id(s) for u in report.unattributed for s in u.scores]
     return sorted(seen) == sorted(id(s) for s in scores)
 
@@ -58,14 +64,25 @@ def test_score_id_is_a_fixed_uuid5_of_subject_and_name() -> None:
     assert str(namespace) == "69bbafe4-3fd5-5241-b264-7171d6a11a0d"
     subject = ScoreSubject.trace("0af7651916cd43dd8448eb211c80319c")
     assert score_id(subject, "tool_call_accuracy") == "fe88f41c-cc32-50fb-be26-0fe770dc5883"
-    expected = uuid.uuid5(namespace, "score\x1f0af7651916cd43dd8448eb211c80319c\x1f\x1f\x1ftool_call_accuracy")
+    expected = uuid.uuid5(
+        namespace, "score\x1f0af7651916cd43dd8448eb211c80319c\x1f\x1f\x1ftool_call_accuracy"
+    )
     assert score_id(subject, "tool_call_accuracy") == str(expected)
 
 
 def test_ids_differ_by_subject_and_name_and_ignore_everything_else() -> None:
     base = score()
-    assert base.id == score(value=0.1, comment="new prompt", metadata={"config_hash": "b"}, config_id="cfg-9",
-                            environment="staging", timestamp=START + timedelta(hours=1)).id  # fmt: skip
+    assert (
+        base.id
+        == score(
+            value=0.1,
+            comment="new prompt",
+            metadata={"config_hash": "b"},
+            config_id="cfg-9",
+            environment="staging",
+            timestamp=START + timedelta(hours=1),
+        ).id
+    )
     ids = {
         base.id,
         score(name="rouge").id,
@@ -96,7 +113,9 @@ async def test_invalid_scores_are_rejected_with_reasons_and_never_sent(
         "BOOLEAN score needs true/false or 0/1": score("t3", value=0.5, data_type="BOOLEAN"),
         "TEXT score needs 1 to 500 characters": score("t4", value="x" * 501, data_type="TEXT"),
         "CATEGORICAL score needs a string": score("t5", value=1.0, data_type="CATEGORICAL"),
-        "an observation id needs its trace id": ScoreToPost(ScoreSubject(observation_id="o1"), "n", 0.5, START),
+        "an observation id needs its trace id": ScoreToPost(
+            ScoreSubject(observation_id="o1"), "n", 0.5, START
+        ),
         "exactly one of": ScoreToPost(ScoreSubject(trace_id="t", dataset_run_id="r"), "n", 0.5, START),
         "environment 'Production'": score("t6", environment="Production"),
         "not start with 'langfuse'": score("t7", environment="langfuse-eval"),
@@ -114,13 +133,21 @@ async def test_invalid_scores_are_rejected_with_reasons_and_never_sent(
     assert [b["traceId"] for b in body] == ["fine"]  # only the valid score was sent
 
 
-async def test_scores_are_checked_against_their_config_range(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_scores_are_checked_against_their_config_range(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     client = make_client(ApiGeneration.V4)
-    await client.ensure_score_configs([ScoreConfigSpec("tool_call_accuracy"), ScoreConfigSpec("passed", "BOOLEAN")])
-    report = await client.post_scores([
-        score(value=1.2), score(trace="ok", value=0.9), score(name="passed", value=True, data_type="BOOLEAN"),
-        score(name="passed", trace="t9", value=0.4),
-    ])  # fmt: skip
+    await client.ensure_score_configs(
+        [ScoreConfigSpec("tool_call_accuracy"), ScoreConfigSpec("passed", "BOOLEAN")]
+    )
+    report = await client.post_scores(
+        [
+            score(value=1.2),
+            score(trace="ok", value=0.9),
+            score(name="passed", value=True, data_type="BOOLEAN"),
+            score(name="passed", trace="t9", value=0.4),
+        ]
+    )
     reasons = [r.reason for r in report.rejected]
     assert len(reasons) == 2
     assert "above the maximum 1.0 of score config 'tool_call_accuracy' (cfg-1)" in reasons[0]
@@ -132,7 +159,9 @@ async def test_scores_are_checked_against_their_config_range(v4: V4Server, fake:
     ]
 
 
-async def test_a_later_score_with_the_same_id_supersedes_the_earlier(v4: V4Server, make_client: MakeClient) -> None:
+async def test_a_later_score_with_the_same_id_supersedes_the_earlier(
+    v4: V4Server, make_client: MakeClient
+) -> None:
     first, second = score(value=0.1), score(value=0.9)
     report = await make_client(ApiGeneration.V4).post_scores([first, second])
     assert report.accepted == [second] and report.rejected[0].score is first
@@ -142,31 +171,50 @@ async def test_a_later_score_with_the_same_id_supersedes_the_earlier(v4: V4Serve
 # --- v4 posting ---------------------------------------------------------------------------------
 
 
-async def test_wire_format_has_id_timestamp_and_all_fields(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
-    run_score = ScoreToPost(ScoreSubject.run("exp-1"), "pass_at_3", 0.62, at(0), comment="3 of 5 items",
-                            metadata={"config_hash": "abc", "scorer_version": "0.1.0"})  # fmt: skip
+async def test_wire_format_has_id_timestamp_and_all_fields(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    run_score = ScoreToPost(
+        ScoreSubject.run("exp-1"),
+        "pass_at_3",
+        0.62,
+        at(0),
+        comment="3 of 5 items",
+        metadata={"config_hash": "abc", "scorer_version": "0.1.0"},
+    )
     trace_score = score(environment="production", comment="3/4 calls matched", data_type="NUMERIC")
     report = await make_client(ApiGeneration.V4).post_scores([trace_score, run_score])
     assert len(report.accepted) == 2 and report.complete
     (body,) = sent_bodies(fake)
     assert body[0] == {
-        "id": trace_score.id, "traceId": "trace-1", "name": "tool_call_accuracy", "value": 0.75,
-        "dataType": "NUMERIC", "comment": "3/4 calls matched", "environment": "production",
+        "id": trace_score.id,
+        "traceId": "trace-1",
+        "name": "tool_call_accuracy",
+        "value": 0.75,
+        "dataType": "NUMERIC",
+        "comment": "3/4 calls matched",
+        "environment": "production",
         "timestamp": body[0]["timestamp"],
-    }  # fmt: skip
-    assert datetime.fromisoformat(body[0]["timestamp"]) == datetime(2026, 10, 1, 0, 12, 0, 875_000, tzinfo=UTC)
+    }
+    assert datetime.fromisoformat(body[0]["timestamp"]) == datetime(
+        2026, 10, 1, 0, 12, 0, 875_000, tzinfo=UTC
+    )
     assert body[1]["datasetRunId"] == "exp-1" and "traceId" not in body[1]
     assert body[1]["metadata"] == {"config_hash": "abc", "scorer_version": "0.1.0"}
 
 
-async def test_batches_respect_the_count_cap(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_batches_respect_the_count_cap(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     scores = [score(trace=f"t{n}") for n in range(7)]
     report = await make_client(ApiGeneration.V4, score_batch_size=3).post_scores(scores)
     assert [len(b) for b in sent_bodies(fake)] == [3, 3, 1]
     assert len(report.accepted) == 7 and len(v4.scores) == 7 and report.requests == 3
 
 
-async def test_batches_are_as_large_as_the_body_limit_allows(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_batches_are_as_large_as_the_body_limit_allows(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     limit = 20_000
     scores = [score(trace=f"t{n}", comment="é" * (900 + n * 37 % 300)) for n in range(60)]
     report = await make_client(ApiGeneration.V4, score_batch_max_bytes=limit).post_scores(scores)
@@ -180,7 +228,9 @@ async def test_batches_are_as_large_as_the_body_limit_allows(v4: V4Server, fake:
         assert size + 1 + first_next > limit
 
 
-async def test_default_limits_keep_bodies_under_one_megabyte(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_default_limits_keep_bodies_under_one_megabyte(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     scores = [score(trace=f"t{n}", comment="x" * 2500, metadata={"details": "y" * 500}) for n in range(800)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert len(report.accepted) == 800
@@ -188,16 +238,30 @@ async def test_default_limits_keep_bodies_under_one_megabyte(v4: V4Server, fake:
     assert max(len(b) for b in sent_bodies(fake)) <= 500
 
 
-async def test_a_score_larger_than_a_request_is_rejected_not_dropped(v4: V4Server, make_client: MakeClient) -> None:
+async def test_a_score_larger_than_a_request_is_rejected_not_dropped(
+    v4: V4Server, make_client: MakeClient
+) -> None:
     huge = score(metadata={"blob": "z" * 30_000})
-    report = await make_client(ApiGeneration.V4, score_batch_max_bytes=20_000).post_scores([huge, score(trace="t2")])
-    assert len(report.accepted) == 1 and report.rejected[0].score is huge and "byte limit" in report.rejected[0].reason
+    report = await make_client(ApiGeneration.V4, score_batch_max_bytes=20_000).post_scores(
+        [huge, score(trace="t2")]
+    )
+    assert (
+        len(report.accepted) == 1
+        and report.rejected[0].score is huge
+        and "byte limit" in report.rejected[0].reason
+    )
 
 
-async def test_rescore_after_a_config_change_overwrites_with_the_same_ids(v4: V4Server, make_client: MakeClient) -> None:
+async def test_rescore_after_a_config_change_overwrites_with_the_same_ids(
+    v4: V4Server, make_client: MakeClient
+) -> None:
     client = make_client(ApiGeneration.V4)
-    await client.post_scores([score(trace=f"t{n}", value=0.5, metadata={"config_hash": "old"}) for n in range(3)])
-    await client.post_scores([score(trace=f"t{n}", value=0.8, metadata={"config_hash": "new"}) for n in range(3)])
+    await client.post_scores(
+        [score(trace=f"t{n}", value=0.5, metadata={"config_hash": "old"}) for n in range(3)]
+    )
+    await client.post_scores(
+        [score(trace=f"t{n}", value=0.8, metadata={"config_hash": "new"}) for n in range(3)]
+    )
     assert len(v4.scores) == 3
     assert {s["metadata"]["config_hash"] for s in v4.scores.values()} == {"new"}
     timestamps = {s["timestamp"] for posts in v4.score_posts for s in posts}
@@ -207,7 +271,9 @@ async def test_rescore_after_a_config_change_overwrites_with_the_same_ids(v4: V4
 async def test_207_is_not_resent_blindly_but_bisected_to_name_the_rejected(
     v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
-    v4.reject_score = lambda body: f"trace {body['traceId']} is locked" if body["traceId"] in ("t3", "t6") else None
+    v4.reject_score = lambda body: (
+        f"trace {body['traceId']} is locked" if body["traceId"] in ("t3", "t6") else None
+    )
     scores = [score(trace=f"t{n}") for n in range(8)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert accounted_once(report, scores) and report.complete
@@ -227,7 +293,12 @@ async def test_207_beyond_the_bisect_budget_is_reported_with_counts(
     report = await make_client(ApiGeneration.V4, score_bisect_max_requests=0).post_scores(scores)
     assert not report.complete and accounted_once(report, scores)
     (batch,) = report.unattributed
-    assert (batch.accepted, batch.rejected, batch.messages, len(batch.scores)) == (3, 1, ("config mismatch",), 4)
+    assert (batch.accepted, batch.rejected, batch.messages, len(batch.scores)) == (
+        3,
+        1,
+        ("config mismatch",),
+        4,
+    )
     assert len(fake.calls_to(*SCORES)) == 1
 
 
@@ -276,7 +347,9 @@ async def test_langfuse_down_leaves_scores_undelivered_never_dropped(
 ) -> None:
     fake.fail_next(*SCORES, *[f.error("db down", 503)] * 3)
     scores = [score(trace=f"t{n}") for n in range(5)]
-    report = await make_client(ApiGeneration.V4, score_batch_size=2, retry={"max_attempts": 3}).post_scores(scores)
+    report = await make_client(ApiGeneration.V4, score_batch_size=2, retry={"max_attempts": 3}).post_scores(
+        scores
+    )
     assert report.undelivered == scores and not report.complete
     assert "db down" in report.errors[0] and len(fake.calls_to(*SCORES)) == 3  # later batches not attempted
     assert accounted_once(report, scores)
@@ -294,7 +367,10 @@ async def test_bad_keys_on_post_raise(v4: V4Server, fake: FakeLangfuse, make_cli
 async def test_v3_posts_score_create_events_with_the_score_timestamp(
     v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
-    scores = [score(trace="t1", comment="ok", environment="production"), ScoreToPost(ScoreSubject.run("run-a"), "pass_at_2", 0.9, at(5))]
+    scores = [
+        score(trace="t1", comment="ok", environment="production"),
+        ScoreToPost(ScoreSubject.run("run-a"), "pass_at_2", 0.9, at(5)),
+    ]
     report = await make_client(ApiGeneration.V3).post_scores(scores)
     assert len(report.accepted) == 2 and report.complete
     (call,) = fake.calls_to("POST", "/api/public/ingestion")
@@ -305,7 +381,9 @@ async def test_v3_posts_score_create_events_with_the_score_timestamp(
     assert v3.scores[scores[0].id]["timestamp"] == "2026-10-01T00:12:00.875Z"
 
 
-async def test_v3_event_ids_repeat_for_the_same_content_and_change_with_it(v3: V3Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_v3_event_ids_repeat_for_the_same_content_and_change_with_it(
+    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     client = make_client(ApiGeneration.V3)
     await client.post_scores([score(value=0.5)])
     await client.post_scores([score(value=0.5)])
@@ -318,14 +396,20 @@ async def test_v3_event_ids_repeat_for_the_same_content_and_change_with_it(v3: V
 
 async def test_v3_per_event_errors_are_attributed(v3: V3Server, make_client: MakeClient) -> None:
     def reject(event: dict[str, Any]) -> tuple[int, str] | None:
-        return {"t1": (400, "invalid value"), "t2": (500, "clickhouse timeout")}.get(event["body"].get("traceId") or "")
+        return {"t1": (400, "invalid value"), "t2": (500, "clickhouse timeout")}.get(
+            event["body"].get("traceId") or ""
+        )
 
     v3.reject_event = reject
     scores = [score(trace="t0"), score(trace="t1"), score(trace="t2")]
     report = await make_client(ApiGeneration.V3).post_scores(scores)
     assert [s.subject.trace_id for s in report.accepted] == ["t0"]
-    assert [(r.score.subject.trace_id, r.reason) for r in report.rejected] == [("t1", "HTTP 400: invalid value")]
-    assert [s.subject.trace_id for s in report.undelivered] == ["t2"] and "clickhouse timeout" in report.errors[0]
+    assert [(r.score.subject.trace_id, r.reason) for r in report.rejected] == [
+        ("t1", "HTTP 400: invalid value")
+    ]
+    assert [s.subject.trace_id for s in report.undelivered] == [
+        "t2"
+    ] and "clickhouse timeout" in report.errors[0]
 
 
 # --- score configs -------------------------------------------------------------------------------
@@ -342,7 +426,11 @@ async def test_missing_configs_are_created_numeric_0_to_1_existing_ones_reused(
     configs = await client.ensure_score_configs(
         [ScoreConfigSpec("rouge"), ScoreConfigSpec("bleu"), ScoreConfigSpec("goal", "BOOLEAN", None, None)]
     )
-    assert {name: c.id for name, c in configs.items()} == {"rouge": "cfg-3", "bleu": "cfg-bleu", "goal": "cfg-4"}
+    assert {name: c.id for name, c in configs.items()} == {
+        "rouge": "cfg-3",
+        "bleu": "cfg-bleu",
+        "goal": "cfg-4",
+    }
     created = [json.loads(c.request.content) for c in fake.calls_to("POST", "/api/public/score-configs")]
     assert created == [
         {"name": "rouge", "dataType": "NUMERIC", "minValue": 0.0, "maxValue": 1.0},
@@ -350,13 +438,19 @@ async def test_missing_configs_are_created_numeric_0_to_1_existing_ones_reused(
     ]
 
 
-async def test_a_config_of_another_type_is_a_configuration_error(v4: V4Server, make_client: MakeClient) -> None:
-    v4.configs = [f.score_config("cfg-1", "goal", data_type="CATEGORICAL", categories=[{"value": 1, "label": "yes"}])]
-    with pytest.raises(ConfigError, match="'goal' .* exists in Langfuse as CATEGORICAL"):
+async def test_a_config_of_another_type_is_a_configuration_error(
+    v4: V4Server, make_client: MakeClient
+) -> None:
+    v4.configs = [
+        f.score_config("cfg-1", "goal", data_type="CATEGORICAL", categories=[{"value": 1, "label": "yes"}])
+    ]
+    with pytest.raises(ConfigError, match=r"'goal' .* exists in Langfuse as CATEGORICAL"):
         await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("goal")])
 
 
-async def test_invalid_config_names_are_refused_before_any_request(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_invalid_config_names_are_refused_before_any_request(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
     with pytest.raises(ConfigError, match="at most 35 characters"):
         await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("x" * 36)])
     assert fake.calls == []
@@ -370,7 +464,9 @@ async def test_a_create_that_failed_after_succeeding_is_not_repeated(
 
     def flaky(request: httpx.Request, params: dict[str, str]) -> Reply:
         reply = original(request, params)  # the config is created…
-        return f.error("gateway timeout", 504) if next(answers) == "lost" else reply  # …but the answer is lost
+        return (
+            f.error("gateway timeout", 504) if next(answers) == "lost" else reply
+        )  # …but the answer is lost
 
     fake.on("POST", "/api/public/score-configs", flaky)
     configs = await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("rouge")])

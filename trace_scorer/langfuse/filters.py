@@ -17,8 +17,12 @@ from trace_scorer.langfuse.types import TimeWindow, TraceFilter
 
 
 def _needs_json_v4(trace_filter: TraceFilter) -> bool:
-    return bool(trace_filter.exclude_environments or trace_filter.trace_name or trace_filter.tags
-                or trace_filter.metadata)  # fmt: skip
+    return bool(
+        trace_filter.exclude_environments
+        or trace_filter.trace_name
+        or trace_filter.tags
+        or trace_filter.metadata
+    )
 
 
 def v4_root_query(window: TimeWindow, trace_filter: TraceFilter) -> dict[str, Any]:
@@ -84,22 +88,37 @@ def v3_traces_query(window: TimeWindow, trace_filter: TraceFilter) -> dict[str, 
 def _common_conditions(trace_filter: TraceFilter, *, trace_name_column: str) -> list[dict[str, Any]]:
     conditions: list[dict[str, Any]] = []
     if trace_filter.environments:
-        conditions.append({"type": "stringOptions", "column": "environment", "operator": "any of",
-                           "value": list(trace_filter.environments)})  # fmt: skip
+        conditions.append(
+            {
+                "type": "stringOptions",
+                "column": "environment",
+                "operator": "any of",
+                "value": list(trace_filter.environments),
+            }
+        )
     if trace_filter.exclude_environments:
-        conditions.append({"type": "stringOptions", "column": "environment", "operator": "none of",
-                           "value": list(trace_filter.exclude_environments)})  # fmt: skip
+        conditions.append(
+            {
+                "type": "stringOptions",
+                "column": "environment",
+                "operator": "none of",
+                "value": list(trace_filter.exclude_environments),
+            }
+        )
     if trace_filter.trace_name:
-        conditions.append({"type": "string", "column": trace_name_column, "operator": "=",
-                           "value": trace_filter.trace_name})  # fmt: skip
+        conditions.append(
+            {"type": "string", "column": trace_name_column, "operator": "=", "value": trace_filter.trace_name}
+        )
     if trace_filter.tags:
-        conditions.append({"type": "arrayOptions", "column": "tags", "operator": "all of",
-                           "value": list(trace_filter.tags)})  # fmt: skip
+        conditions.append(
+            {"type": "arrayOptions", "column": "tags", "operator": "all of", "value": list(trace_filter.tags)}
+        )
     if trace_filter.user_id:
         conditions.append(
             {"type": "string", "column": "userId", "operator": "=", "value": trace_filter.user_id}
         )
     for key, value in sorted(trace_filter.metadata.items()):
-        conditions.append({"type": "stringObject", "column": "metadata", "key": key, "operator": "=",
-                           "value": value})  # fmt: skip
+        conditions.append(
+            {"type": "stringObject", "column": "metadata", "key": key, "operator": "=", "value": value}
+        )
     return conditions

@@ -17,6 +17,7 @@ import email.utils
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from trace_scorer.config.langfuse import RetrySettings
@@ -25,6 +26,8 @@ from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseTransportErr
 from trace_scorer.langfuse.stats import RequestStats
 
 T = TypeVar("T")
+
+log = structlog.get_logger(__name__)
 
 
 def _server_trouble(status: int) -> bool:
@@ -81,6 +84,14 @@ class RetryPolicy:
             error = state.outcome.exception() if state.outcome is not None else None
             wait = state.next_action.sleep if state.next_action is not None else 0.0
             self._stats.count_retry(endpoint, _outcome(error), wait)
+            log.warning(
+                "langfuse.retry",
+                endpoint=endpoint,
+                outcome=_outcome(error),
+                attempt=state.attempt_number,
+                wait_seconds=round(wait, 3),
+                error=str(error),
+            )
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self._settings.max_attempts),

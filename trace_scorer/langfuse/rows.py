@@ -160,11 +160,31 @@ def v3_trace_root_row(trace: Mapping[str, Any]) -> Row:
 
 #: Fields of a v3 observation that keep their name and meaning in v4 rows.
 _V3_SAME = (
-    "id", "traceId", "type", "name", "startTime", "endTime", "completionStartTime", "parentObservationId",
-    "level", "statusMessage", "version", "environment", "model", "modelParameters", "usageDetails",
-    "costDetails", "promptId", "promptName", "promptVersion", "latency", "timeToFirstToken",
-    "createdAt", "updatedAt", "projectId",
-)  # fmt: skip
+    "id",
+    "traceId",
+    "type",
+    "name",
+    "startTime",
+    "endTime",
+    "completionStartTime",
+    "parentObservationId",
+    "level",
+    "statusMessage",
+    "version",
+    "environment",
+    "model",
+    "modelParameters",
+    "usageDetails",
+    "costDetails",
+    "promptId",
+    "promptName",
+    "promptVersion",
+    "latency",
+    "timeToFirstToken",
+    "createdAt",
+    "updatedAt",
+    "projectId",
+)
 
 
 def v3_observation_row(observation: Mapping[str, Any]) -> Row:

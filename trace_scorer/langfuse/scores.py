@@ -108,8 +108,13 @@ def v3_event(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
 
 
 def _create_request(body: Mapping[str, Any], score: ScoreToPost) -> CreateScoreRequest:
-    names = {"traceId": "trace_id", "observationId": "observation_id", "datasetRunId": "dataset_run_id",
-             "dataType": "data_type", "configId": "config_id"}  # fmt: skip
+    names = {
+        "traceId": "trace_id",
+        "observationId": "observation_id",
+        "datasetRunId": "dataset_run_id",
+        "dataType": "data_type",
+        "configId": "config_id",
+    }
     kwargs = {names.get(key, key): value for key, value in body.items() if key != "timestamp"}
     return CreateScoreRequest(**kwargs, timestamp=normalize_timestamp(score.timestamp))
 
