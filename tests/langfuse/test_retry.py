@@ -6,13 +6,15 @@ from __future__ import annotations
 import email.utils
 from datetime import timedelta
 
+import httpx
 import pytest
+import respx
 import structlog
 
 from tests.langfuse import factories as f
 from tests.langfuse.conftest import PUBLIC, SECRET, MakeClient
 from tests.langfuse.factories import at
-from tests.langfuse.fake import Disconnect, FakeClock, FakeLangfuse, Timeout, V3Server, V4Server
+from tests.langfuse.fake import BASE_URL, Disconnect, FakeClock, FakeLangfuse, Timeout, V3Server, V4Server
 from trace_scorer.langfuse import (
     ApiGeneration,
     LangfuseAuthError,
@@ -21,6 +23,7 @@ from trace_scorer.langfuse import (
     TimeWindow,
     TraceFilter,
 )
+from trace_scorer.langfuse.transport import error_message
 
 OBS = ("GET", "/api/public/v2/observations")
 HEALTH = ("GET", "/api/public/health")
@@ -202,3 +205,35 @@ async def test_stats_snapshot_counts_by_endpoint_and_outcome(
     snapshot = client.stats.snapshot()
     assert snapshot["total_requests"] == 5 and snapshot["total_retries"] == 1
     assert {"endpoint": "GET /api/public/health", "outcome": "503", "count": 1} in snapshot["requests"]  # type: ignore[operator]
+
+
+async def test_a_proxy_error_page_is_retried_and_reported_as_text(
+    clock: FakeClock, make_client: MakeClient
+) -> None:
+    # Not Langfuse's answer (so outside the contract fake): a load balancer in front of it.
+    page = "<html><body>502 Bad Gateway</body></html>"
+    with respx.mock(assert_all_called=True) as router:
+        route = router.get(f"{BASE_URL}/api/public/health").mock(return_value=httpx.Response(502, text=page))
+        client = make_client(retry={"max_attempts": 2})
+        with pytest.raises(LangfuseHTTPError) as raised:
+            await client.connect()
+    assert route.call_count == 2 and clock.sleeps == [2.0]
+    assert raised.value.status == 502 and "502 Bad Gateway" in raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {"message": "Invalid request data", "error": [{"path": ["value"], "message": "Expected number"}]},
+            "Invalid request data: [{'path': ['value'], 'message': 'Expected number'}]",
+        ),
+        ({"message": "Not found"}, "Not found"),
+        ({"detail": "odd"}, '{"detail": "odd"}'),
+        ("plain text", "plain text"),
+        ("", "Service Unavailable"),
+        (None, "Service Unavailable"),
+    ],
+)
+def test_error_messages_come_from_the_body_or_the_status(body: object, message: str) -> None:
+    assert error_message(body, 503) == message

@@ -20,6 +20,7 @@ from trace_scorer.langfuse import (
     ApiGeneration,
     DeliveryReport,
     LangfuseAuthError,
+    LangfuseError,
     ScoreConfigSpec,
     ScoreSubject,
     ScoreToPost,
@@ -472,3 +473,25 @@ async def test_a_create_that_failed_after_succeeding_is_not_repeated(
     configs = await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("rouge")])
     assert configs["rouge"].id == "cfg-1" and len(v4.configs) == 1
     assert len(fake.calls_to("POST", "/api/public/score-configs")) == 1 and clock.sleeps == [2.0]
+
+
+async def test_a_create_whose_check_fails_too_gives_up_without_multiplying_retries(
+    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+) -> None:
+    listing = fake.handlers[("GET", "/api/public/score-configs")]
+    answered = []
+
+    def first_only(request: httpx.Request, params: dict[str, str]) -> Reply:
+        answered.append(1)
+        return listing(request, params) if len(answered) == 1 else f.error("still down", 503)
+
+    fake.on(
+        "GET", "/api/public/score-configs", first_only
+    )  # the first listing works, then Langfuse falls over
+    fake.fail_next("POST", "/api/public/score-configs", f.error("down", 503))
+    client = make_client(ApiGeneration.V4, retry={"max_attempts": 3})
+    with pytest.raises(LangfuseError, match="could not check whether score config 'rouge' exists"):
+        await client.ensure_score_configs([ScoreConfigSpec("rouge")])
+    assert len(fake.calls_to("POST", "/api/public/score-configs")) == 1 and v4.configs == []
+    assert len(answered) == 1 + 3  # the listing, then one re-check with its own three attempts
+    assert clock.sleeps == [2.0, 2.0, 4.0]  # one wait before re-checking, the re-check's own two

@@ -19,6 +19,7 @@ from langfuse.api.core.request_options import RequestOptions
 
 from trace_scorer.config.common import SCORE_NAME_PATTERN, ConfigError
 from trace_scorer.langfuse.endpoints import SCORE_CONFIGS_CREATE, SCORE_CONFIGS_LIST
+from trace_scorer.langfuse.errors import LangfuseError, LangfuseHTTPError, LangfuseTransportError
 from trace_scorer.langfuse.retry import RetryPolicy
 from trace_scorer.langfuse.transport import Transport
 from trace_scorer.langfuse.types import ConfigCategory, ScoreConfig, ScoreConfigSpec
@@ -97,7 +98,14 @@ class ScoreConfigs:
         async def look_then_create() -> ScoreConfig:
             nonlocal first
             if not first:
-                found = _active_by_name(await self.list()).get(spec.name)
+                try:
+                    existing = await self.list()
+                except (LangfuseHTTPError, LangfuseTransportError) as error:
+                    # Already retried on its own: do not multiply the attempts by retrying the create too.
+                    raise LangfuseError(
+                        f"could not check whether score config {spec.name!r} exists: {error}"
+                    ) from error
+                found = _active_by_name(existing).get(spec.name)
                 if found is not None:
                     return found
             first = False
