@@ -55,10 +55,6 @@ class TimeWindow:
                 f"TimeWindow start {self.start.isoformat()} is not before end {self.end.isoformat()}"
             )
 
-    def halves(self) -> tuple[TimeWindow, TimeWindow]:
-        middle = self.start + (self.end - self.start) / 2
-        return TimeWindow(self.start, middle), TimeWindow(middle, self.end)
-
 
 @dataclass(frozen=True, slots=True)
 class TraceFilter:
@@ -204,12 +200,6 @@ class ScoreSubject:
     @classmethod
     def run(cls, dataset_run_id: str) -> ScoreSubject:
         return cls(dataset_run_id=dataset_run_id)
-
-    def describe(self) -> str:
-        if self.dataset_run_id is not None and self.trace_id is None:
-            return f"run {self.dataset_run_id}"
-        where = f"trace {self.trace_id}"
-        return f"{where} observation {self.observation_id}" if self.observation_id else where
 
 
 @dataclass(frozen=True, slots=True)
