@@ -1,16 +1,70 @@
-"""``[langfuse]``: where the Langfuse server is and how to talk to it. Keys come from the environment."""
+"""``[langfuse]``: where the Langfuse server is and how to talk to it. Keys come from the environment.
+
+Defaults keep a worker inside Langfuse Cloud's plan limits: retries back off 2 s, ×2, up to 30 s
+(the seed configuration), score batches stay under the 1 MB body limit of ``POST /api/public/scores``.
+"""
 
 from __future__ import annotations
 
-from pydantic import SecretStr
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
 
 from trace_scorer.config.common import Duration, StrictModel
+
+#: ``POST /api/public/scores`` runs behind a 1 MB body limit (Next.js default); stay under it.
+SCORE_BODY_LIMIT_BYTES = 1_000_000
+
+
+class RetrySettings(StrictModel):
+    """``[langfuse.retry]``: back-off for 429, 5xx, timeouts and dropped connections."""
+
+    #: First wait after a failure (seconds or "2s").
+    initial: Duration = 2.0
+    #: Each further wait is the previous one times this.
+    multiplier: float = Field(default=2.0, ge=1.0)
+    #: No single wait is longer than this.
+    max: Duration = 30.0
+    #: Attempts per request, the first one included; then the error is raised.
+    max_attempts: int = Field(default=6, ge=1, le=50)
+    #: A 429 whose Retry-After asks for longer than this is raised instead of waited out.
+    retry_after_max: Duration = 300.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RetrySettings:
+        if self.max < self.initial:
+            raise ValueError(f"retry.max ({self.max}s) is shorter than retry.initial ({self.initial}s)")
+        return self
 
 
 class LangfuseSettings(StrictModel):
     base_url: str = "https://cloud.langfuse.com"
     #: Public key (pk-lf-…); also read from LANGFUSE_PUBLIC_KEY.
     public_key: str | None = None
-    #: Secret key (sk-lf-…): from the environment only (LANGFUSE_SECRET_KEY or TRACE_SCORER_LANGFUSE__SECRET_KEY).
+    #: Secret key (sk-lf-…): from the environment only
+    #: (LANGFUSE_SECRET_KEY or TRACE_SCORER_LANGFUSE__SECRET_KEY).
     secret_key: SecretStr | None = None
+    #: Per-request timeout (connect, read, write).
     timeout: Duration = 30.0
+    #: Which API generation to use: "auto" probes the server once at start-up (v4 endpoints, legacy on 404).
+    api_generation: Literal["auto", "v4", "v3"] = "auto"
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    #: Requests per minute to Langfuse across all endpoints, retries included; 0 = unlimited.
+    #: Langfuse Cloud Hobby allows 30/min on the general API, self-hosted has no limit.
+    requests_per_minute: int = Field(default=0, ge=0)
+    #: Most scores in one ``POST /scores`` (or ingestion) request.
+    score_batch_size: int = Field(default=500, ge=1, le=10_000)
+    #: Most bytes in one score request body; must stay under the server's 1 MB limit.
+    score_batch_max_bytes: int = Field(default=950_000, ge=10_000, lt=SCORE_BODY_LIMIT_BYTES)
+    #: Extra requests one ``post_scores`` call may spend bisecting a partly rejected (207) v4 batch to
+    #: find which scores were rejected (v4 errors carry no index). 0 = never bisect, report counts only.
+    score_bisect_max_requests: int = Field(default=32, ge=0)
+    #: Rows per page for ``/api/public/v2/observations`` (server maximum 1000). Experiments, experiment
+    #: items and legacy endpoints use min(page_size, 100).
+    page_size: int = Field(default=1000, ge=1, le=1000)
+    #: Most observation rows one window scan holds in memory; a fuller window is split in halves.
+    max_rows_in_memory: int = Field(default=50_000, ge=100)
+    #: How far a trace's observations may start before its root's start or after its root's end.
+    trace_slack: Duration = 300.0
+    #: Up to this many traces are fetched one request each (``traceId=…``); more use one window scan.
+    per_trace_fetch_max: int = Field(default=2, ge=0)

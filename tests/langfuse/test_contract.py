@@ -1,0 +1,263 @@
+"""The contract itself: it must catch what breaks Langfuse's API, and every route the adapter uses must
+have been exercised under it, on both API generations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.contract import PACKAGE_MODELS, Contract, ContractViolation, get_contract, locate_openapi
+from tests.contract.openapi import ENV_VAR, load_openapi, to_json_schema
+from tests.langfuse import factories as f
+from tests.langfuse.conftest import MakeClient
+from tests.langfuse.factories import at
+from tests.langfuse.fake import FakeLangfuse, V3Server, V4Server
+from trace_scorer.langfuse import (
+    ApiGeneration,
+    LangfuseClient,
+    ScoreConfigSpec,
+    ScoreSubject,
+    ScoreToPost,
+    TimeWindow,
+    TraceFilter,
+)
+from trace_scorer.langfuse import endpoints as ep
+
+URL = "https://langfuse.test"
+
+
+@pytest.fixture
+def contract() -> Contract:
+    return get_contract()
+
+
+# --- the contract module ---------------------------------------------------------------------------
+
+
+def test_openapi_file_is_found_via_the_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "spec.yml"
+    copy.write_bytes(locate_openapi().read_bytes())
+    monkeypatch.setenv(ENV_VAR, str(copy))
+    assert locate_openapi() == copy
+    assert "/api/public/v2/observations" in load_openapi(copy).document["paths"]
+
+
+def test_nullable_becomes_a_null_alternative() -> None:
+    assert to_json_schema({"type": "string", "nullable": True}) == {"type": ["string", "null"]}
+    assert to_json_schema({"$ref": "#/x", "nullable": True}) == {"anyOf": [{"$ref": "#/x"}, {"type": "null"}]}
+    assert to_json_schema({"enum": ["A"], "type": "string", "nullable": True}) == {
+        "enum": ["A", None],
+        "type": ["string", "null"],
+    }
+    assert to_json_schema({"properties": {"a": {"type": "integer", "nullable": True}}}) == {
+        "properties": {"a": {"type": ["integer", "null"]}}
+    }
+
+
+def test_nullable_fields_accept_null_and_refs_resolve(contract: Contract) -> None:
+    run_item = {
+        "id": "ri",
+        "datasetRunId": "r",
+        "datasetRunName": "n",
+        "datasetItemId": "i",
+        "traceId": "t",
+        "observationId": None,
+        "createdAt": "2026-10-01T00:00:00Z",
+        "updatedAt": "2026-10-01T00:00:00Z",
+    }
+    page = {"data": [run_item], "meta": {"page": 1, "limit": 50, "totalItems": 1, "totalPages": 1}}
+    contract.check_response("GET", "/api/public/dataset-run-items", 200, page)
+    with pytest.raises(ContractViolation, match="traceId"):
+        contract.check_response(
+            "GET", "/api/public/dataset-run-items", 200, {**page, "data": [{**run_item, "traceId": 7}]}
+        )
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "complaint"),
+    [
+        ("GET", "/api/public/v2/observation", None, "no such operation"),
+        ("DELETE", "/api/public/v2/observations", None, "no such operation"),
+        ("GET", "/api/public/v2/observations?limit=many", None, "integer"),
+        ("GET", "/api/public/v2/observations?isRootObservation=yes", None, "boolean"),
+        ("GET", "/api/public/v2/observations?fromStartTime=2026-10-01", None, "date-time"),
+        ("GET", "/api/public/v2/observations?fromStartTime=2026-10-01T00:00:00", None, "date-time"),
+        ("GET", "/api/public/v2/observations?orderBy=startTime", None, "not in the OpenAPI operation"),
+        ("GET", "/api/public/v2/observations?limit=1&limit=2", None, "given 2 times"),
+        ("GET", "/api/public/v2/observations?level=LOUD", None, "LOUD"),
+        (
+            "GET",
+            "/api/public/v2/observations?filter=%5B%7B%22column%22%3A%22x%22%7D%5D",
+            None,
+            "needs a string",
+        ),
+        ("GET", "/api/public/experiments?datasetId=ds", None, "required query parameter 'fromStartTime'"),
+        ("GET", "/api/public/dataset-run-items?datasetId=ds", None, "runName"),
+        ("POST", "/api/public/scores", {"name": "a", "value": 1}, "non-empty JSON list"),
+        ("POST", "/api/public/scores", [{"value": 1}], "'name' is a required property"),
+        ("POST", "/api/public/scores", [{"name": "a", "value": {"x": 1}}], "value"),
+        ("POST", "/api/public/ingestion", {"events": []}, "'batch' is a required property"),
+        ("GET", "/api/public/health", {"unexpected": "body"}, "takes no body"),
+    ],
+)
+def test_requests_that_break_the_contract_are_caught(
+    contract: Contract, method: str, url: str, body: object, complaint: str
+) -> None:
+    with pytest.raises(ContractViolation, match=complaint):
+        contract.check_request(method, URL + url, body)
+
+
+@pytest.mark.parametrize(
+    ("method", "template", "status", "body", "complaint"),
+    [
+        ("GET", "/api/public/v2/observations", 200, {"data": [{"id": "o"}]}, "ObservationsV2Response"),
+        ("GET", "/api/public/experiment-items", 200, {"data": [{"id": "i"}], "meta": {}}, "trace_id"),
+        ("POST", "/api/public/scores", 200, {"message": "Accepted"}, "expects status"),
+        ("POST", "/api/public/scores", 207, {"accepted": 1}, "rejected"),
+        (
+            "GET",
+            "/api/public/traces",
+            200,
+            {"data": [{"id": "t"}], "meta": {"page": 1, "limit": 1, "totalItems": 1, "totalPages": 1}},
+            "timestamp",
+        ),
+        ("POST", "/api/public/ingestion", 200, {"successes": [], "errors": []}, "status not in the OpenAPI"),
+        ("GET", "/api/public/health", 500, "Internal Server Error", "string 'message'"),
+    ],
+)
+def test_answers_that_break_the_contract_are_caught(
+    contract: Contract, method: str, template: str, status: int, body: object, complaint: str
+) -> None:
+    with pytest.raises(ContractViolation, match=complaint):
+        contract.check_response(method, template, status, body)
+
+
+def test_every_v4_endpoint_is_modelled_by_the_package_and_every_legacy_one_is_in_the_file(
+    contract: Contract,
+) -> None:
+    for endpoint in ep.ALL:
+        contract.api.operation_by_template(endpoint.method, endpoint.path)  # in the OpenAPI file
+        modelled = (endpoint.method, endpoint.path) in PACKAGE_MODELS
+        assert modelled is not endpoint.legacy, endpoint
+
+
+def test_the_fake_refuses_an_answer_outside_the_contract(fake: FakeLangfuse) -> None:
+    with pytest.raises(ContractViolation):
+        fake.contract.check_response("GET", "/api/public/projects", 200, {"data": [{"id": "p"}]})
+
+
+# --- every route the adapter uses, on both generations -------------------------------------------
+
+
+async def _exercise(client: LangfuseClient, window: TimeWindow) -> None:
+    """Every read and write the adapter offers (the worker's whole surface)."""
+    reads = client.reads
+    trace_filter = TraceFilter(
+        environments=("production",),
+        exclude_environments=("dev",),
+        tags=("a",),
+        metadata={"k": "v"},
+        trace_name="agent",
+        user_id="u",
+    )
+    roots = [r async for r in reads.list_trace_roots(window, trace_filter)]
+    roots += [r async for r in reads.list_trace_roots(window, TraceFilter())]
+    assert roots, "the fixture data must produce roots"
+    _ = [t async for t in reads.fetch_traces(roots)]
+    _ = [t async for t in reads.fetch_traces(roots[:1])]
+    dataset = await reads.get_dataset("bench")
+    for experiment in [e async for e in reads.list_experiments([dataset], since=at(0))]:
+        _ = [i async for i in reads.list_experiment_items(experiment, since=at(0))]
+    await client.ensure_score_configs([ScoreConfigSpec("accuracy"), ScoreConfigSpec("fresh")])
+    report = await client.post_scores(
+        [
+            ScoreToPost(ScoreSubject.trace(roots[0].trace_id), "accuracy", 0.5, roots[0].start_time),
+            ScoreToPost(ScoreSubject.run("exp-1"), "fresh", 1.0, at(0), metadata={"config_hash": "abc"}),
+        ]
+    )
+    assert len(report.accepted) == 2, report
+
+
+async def test_every_v4_route_keeps_the_contract(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.observations = [
+        f.observation(
+            "r1",
+            "t1",
+            at(10),
+            end=at(20),
+            root=True,
+            environment="production",
+            tags=["a"],
+            metadata={"k": "v"},
+            trace_name="agent",
+            user_id="u",
+        ),
+        f.observation("o1", "t1", at(11), parent="r1", type="TOOL"),
+        f.observation("r2", "t2", at(30), end=at(40), root=True),
+        f.observation("r3", "t3", at(50), end=at(55), root=True),
+    ]
+    v4.add_dataset("ds-1", "bench")
+    v4.add_dataset_item(f.dataset_item("item-2", "ds-1", "bench", expected_output="x"))
+    v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
+    v4.items = [
+        f.experiment_item("root-1", "t1", "exp-1", "run", "item-1", at(10), expected_output="y"),
+        f.experiment_item("root-2", "t2", "exp-1", "run", "item-2", at(30), omit_expected_output=True),
+    ]
+    v4.configs = [f.score_config("cfg-1", "accuracy")]
+    client = make_client()
+    info = await client.connect()
+    assert info.generation is ApiGeneration.V4
+    await _exercise(client, TimeWindow(at(0), at(3600)))
+    used = {(c.method, c.template) for c in fake.calls}
+    expected = {(e.method, e.path) for e in ep.COMMON + ep.V4_ONLY}
+    assert used == expected
+    assert not fake.violations
+    # Every request sent was validated: the fake checks each before answering.
+    assert all(isinstance(c.status, int) for c in fake.calls)
+
+
+async def test_every_v3_route_keeps_the_contract(
+    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v3.add_trace(
+        f.v3_trace(
+            "t1",
+            at(10),
+            tags=["a"],
+            metadata={"k": "v"},
+            user_id="u",
+            name="agent",
+            observations=[f.v3_observation("o1", "t1", at(11), type="TOOL")],
+        )
+    )
+    v3.add_trace(f.v3_trace("t2", at(30), observations=[]))
+    v3.add_dataset("ds-1", "bench")
+    v3.add_dataset_item(f.dataset_item("item-1", "ds-1", "bench", expected_output="x"))
+    run = f.v3_dataset_run("exp-1", "run", "ds-1", "bench", at(5), at(50))
+    v3.runs["bench"] = [run]
+    v3.run_items = [f.v3_dataset_run_item("ri-1", run, "item-1", "t1", at(10))]
+    v3.configs = [f.score_config("cfg-1", "accuracy")]
+    client = make_client()
+    info = await client.connect()
+    assert info.generation is ApiGeneration.V3
+    await _exercise(client, TimeWindow(at(0), at(3600)))
+    used = {(c.method, c.template) for c in fake.calls}
+    # The probe touches one v4 endpoint (404) before choosing legacy.
+    expected = {(e.method, e.path) for e in ep.COMMON + ep.V3_ONLY} | {
+        (ep.OBSERVATIONS_V2.method, ep.OBSERVATIONS_V2.path)
+    }
+    assert used == expected
+    assert not fake.violations
+    events = json.loads(fake.calls_to("POST", "/api/public/ingestion")[0].request.content)["batch"]
+    assert {e["body"]["name"] for e in events} == {"accuracy", "fresh"}
+
+
+def test_factories_refuse_payloads_the_contract_rejects() -> None:
+    with pytest.raises(ContractViolation):
+        f.observations_page([{"id": "o", "traceId": "t"}])  # no startTime/projectId/type
+    with pytest.raises(ContractViolation):
+        f.v3_traces_page([{"id": "t"}])

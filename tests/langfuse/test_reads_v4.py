@@ -1,0 +1,336 @@
+"""v4 reads: root observations (paging, de-duplication, filters), trace bodies (window scan, split,
+per-trace fetch), datasets, experiments → items → expected output."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from tests.langfuse import factories as f
+from tests.langfuse.conftest import MakeClient, make_settings
+from tests.langfuse.factories import at
+from tests.langfuse.fake import FakeLangfuse, V4Server
+from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
+from trace_scorer.langfuse.reads_v4 import V4Reader
+
+OBS = ("GET", "/api/public/v2/observations")
+WINDOW = TimeWindow(at(0), at(3600))
+
+
+def reader(client: Any) -> V4Reader:
+    assert isinstance(client.reads, V4Reader)
+    return client.reads
+
+
+def root(trace: str, start: float, **kw: Any) -> dict[str, Any]:
+    kw.setdefault("end", at(start + 5))
+    return f.observation(f"{trace}-root", trace, at(start), root=True, type="AGENT", name="agent", **kw)
+
+
+def child(trace: str, n: int, start: float, **kw: Any) -> dict[str, Any]:
+    return f.observation(
+        f"{trace}-obs{n}", trace, at(start), parent=f"{trace}-root", type="TOOL", name=f"tool{n}", **kw
+    )
+
+
+async def roots_of(
+    client: Any, window: TimeWindow = WINDOW, trace_filter: TraceFilter | None = None
+) -> list[TraceRoot]:
+    return [r async for r in client.reads.list_trace_roots(window, trace_filter or TraceFilter())]
+
+
+async def test_roots_are_cursor_paged_and_each_trace_comes_once_newest_version(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    stale = root("t2", 200, output="old", updated=at(300))
+    fresh = root("t2", 200, output="new", updated=at(900))
+    v4.observations = [
+        root("t1", 100),
+        stale,
+        fresh,
+        stale,  # a third copy: ClickHouse has not merged yet
+        root("t3", 300),
+        root("t4", 400),
+        child("t1", 1, 101),  # not a root
+        root("t0", 4000),  # outside the window
+    ]
+    client = make_client(ApiGeneration.V4, page_size=2)
+    roots = await roots_of(client)
+    assert [r.trace_id for r in roots] == ["t4", "t3", "t2", "t1"]  # newest first, each once
+    t2 = roots[2]
+    assert t2.row["output"] == "new" and t2.updated_at == at(900)
+    assert t2.start_time == at(200) and t2.end_time == at(205) and t2.environment == "production"
+    # 6 matching rows, 2 a page: 3 requests, each bounded by the window and asking for roots only.
+    calls = fake.calls_to(*OBS)
+    assert len(calls) == 3
+    first = calls[0].request.url.params
+    assert first["isRootObservation"] == "true" and first["limit"] == "2"
+    bounds = (datetime.fromisoformat(first["fromStartTime"]), datetime.fromisoformat(first["toStartTime"]))
+    assert bounds == (WINDOW.start, WINDOW.end)
+    assert "cursor" not in first and "cursor" in calls[1].request.url.params
+
+
+async def test_roots_rows_are_plain_v4_dicts_with_raw_io_strings(
+    v4: V4Server, make_client: MakeClient
+) -> None:
+    v4.observations = [root("t1", 10, input={"messages": [{"role": "user", "content": "hi"}]}, output="done")]
+    (only,) = await roots_of(make_client(ApiGeneration.V4))
+    assert isinstance(only.row, dict)
+    assert only.row["input"] == '{"messages": [{"role": "user", "content": "hi"}]}'
+    assert json.loads(only.row["input"])["messages"][0]["content"] == "hi"
+    assert {
+        "id",
+        "traceId",
+        "type",
+        "name",
+        "startTime",
+        "endTime",
+        "parentObservationId",
+        "metadata",
+        "environment",
+        "updatedAt",
+        "tags",
+        "traceName",
+    } <= only.row.keys()
+
+
+async def test_filters_without_simple_params_go_into_a_json_filter_with_the_window(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.observations = [
+        root(
+            "keep",
+            10,
+            environment="production",
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "staging",
+            20,
+            environment="staging",
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "other-tenant",
+            30,
+            tags=["support", "vip"],
+            metadata={"tenant": "globex"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "one-tag",
+            40,
+            tags=["support"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u1",
+        ),
+        root(
+            "other-name",
+            50,
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="sales",
+            user_id="u1",
+        ),
+        root(
+            "other-user",
+            60,
+            tags=["support", "vip"],
+            metadata={"tenant": "acme"},
+            trace_name="support-agent",
+            user_id="u2",
+        ),
+    ]
+    trace_filter = TraceFilter(
+        exclude_environments=("staging",),
+        tags=("support", "vip"),
+        metadata={"tenant": "acme"},
+        trace_name="support-agent",
+        user_id="u1",
+    )
+    roots = await roots_of(make_client(ApiGeneration.V4), trace_filter=trace_filter)
+    assert [r.trace_id for r in roots] == ["keep"]
+    sent = json.loads(fake.calls_to(*OBS)[0].request.url.params["filter"])
+    columns = {(c["column"], c["operator"]) for c in sent}
+    assert {("startTime", ">="), ("startTime", "<"), ("isRootObservation", "=")} <= columns
+
+
+async def test_environment_list_uses_the_repeated_simple_parameter(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.observations = [
+        root("a", 1, environment="production"),
+        root("b", 2, environment="eu"),
+        root("c", 3, environment="dev"),
+    ]
+    roots = await roots_of(
+        make_client(ApiGeneration.V4), trace_filter=TraceFilter(environments=("production", "eu"))
+    )
+    assert sorted(r.trace_id for r in roots) == ["a", "b"]
+    params = fake.calls_to(*OBS)[0].request.url.params
+    assert params.get_list("environment") == ["production", "eu"] and "filter" not in params
+
+
+def _trace(name: str, start: float, children: int, spacing: float = 1.0) -> list[dict[str, Any]]:
+    rows = [root(name, start, end=at(start + spacing * (children + 1)))]
+    rows += [child(name, n, start + spacing * (n + 1)) for n in range(children)]
+    return rows
+
+
+async def test_window_scan_groups_rows_by_trace_dedupes_and_ignores_other_traces(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    a, b, c, other = _trace("a", 100, 3), _trace("b", 200, 2), _trace("c", 300, 4), _trace("other", 250, 5)
+    duplicate = dict(a[1], updatedAt=f.iso(at(9999)), output='"newer"')
+    v4.observations = a + b + c + other + [duplicate]
+    client = make_client(ApiGeneration.V4, per_trace_fetch_max=0)
+    roots = [r for r in await roots_of(client) if r.trace_id != "other"]
+    fake.calls.clear()
+    traces = {t.trace_id: t.rows async for t in client.reads.fetch_traces(roots)}
+    assert set(traces) == {"a", "b", "c"}
+    assert [r["id"] for r in traces["a"]] == ["a-root", "a-obs0", "a-obs1", "a-obs2"]  # oldest first
+    assert traces["a"][1]["output"] == '"newer"'  # the duplicate's newest version
+    assert len(traces["c"]) == 5 and len(traces["b"]) == 3
+    # One windowed scan (22 rows < one page), no traceId parameter.
+    calls = fake.calls_to(*OBS)
+    assert len(calls) == 1 and "traceId" not in calls[0].request.url.params
+
+
+async def test_window_split_in_halves_when_rows_exceed_the_cap(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    # Six traces running side by side over the same hour, 40 rows each: no trace finishes early,
+    # so a scan would have to hold 240 rows; the cap is 100.
+    traces = {f"t{n}": _trace(f"t{n}", 10 + n, 39, spacing=60) for n in range(6)}
+    v4.observations = [row for rows in traces.values() for row in rows]
+    client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, max_rows_in_memory=100, page_size=50)
+    roots = await roots_of(client, TimeWindow(at(0), at(100)))
+    got = {t.trace_id: [r["id"] for r in t.rows] async for t in client.reads.fetch_traces(roots)}
+    assert got == {name: [r["id"] for r in rows] for name, rows in traces.items()}
+    scanner = reader(client).scanner
+    assert scanner.splits >= 1
+    assert scanner.peak_rows <= 100 + 50  # the cap, overshot by at most one page
+
+
+async def test_a_few_traces_are_fetched_one_request_each_bounded_by_their_times(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.observations = _trace("a", 100, 2) + _trace("b", 500, 1) + _trace("c", 900, 1)
+    client = make_client(ApiGeneration.V4, trace_slack="1m")
+    roots = [r for r in await roots_of(client) if r.trace_id in ("a", "b")]
+    fake.calls.clear()
+    traces = {t.trace_id: len(t.rows) async for t in client.reads.fetch_traces(roots)}
+    assert traces == {"b": 2, "a": 3}
+    params = {c.request.url.params["traceId"]: c.request.url.params for c in fake.calls_to(*OBS)}
+    assert set(params) == {"a", "b"}
+    assert datetime.fromisoformat(params["a"]["fromStartTime"]) == at(100 - 60)  # root start - slack
+    assert datetime.fromisoformat(params["a"]["toStartTime"]) == at(100 + 3 + 60)  # root end + slack
+
+
+async def test_datasets_by_name_are_url_encoded_and_cached(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.add_dataset("ds-9", "team/bench v2")
+    client = make_client(ApiGeneration.V4)
+    assert await client.reads.get_dataset("team/bench v2") == Dataset("ds-9", "team/bench v2")
+    assert await client.reads.get_dataset("team/bench v2") == Dataset("ds-9", "team/bench v2")
+    (call,) = fake.calls_to("GET", "/api/public/v2/datasets/{datasetName}")
+    assert call.request.url.raw_path.decode() == "/api/public/v2/datasets/team%2Fbench%20v2"
+
+
+async def test_experiments_then_items_give_trace_output_and_expected_output(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.add_dataset("ds-1", "bench")
+    v4.add_dataset_item(
+        f.dataset_item("item-2", "ds-1", "bench", input={"q": "2+2"}, expected_output={"answer": "4"})
+    )
+    v4.experiments = [
+        f.experiment("exp-1", "baseline", "ds-1", at(0), metadata={"model": "gpt-x"}),
+        f.experiment("exp-other", "other", "ds-other", at(0)),
+    ]
+    v4.items = [
+        f.experiment_item(
+            "root-1",
+            "trace-1",
+            "exp-1",
+            "baseline",
+            "item-1",
+            at(10),
+            input={"q": "1+1"},
+            output="2",
+            expected_output={"answer": "2"},
+            item_metadata={"topic": "math"},
+        ),
+        f.experiment_item(
+            "root-2",
+            "trace-2",
+            "exp-1",
+            "baseline",
+            "item-2",
+            at(20),
+            input={"q": "2+2"},
+            output="5",
+            omit_expected_output=True,
+        ),
+        f.experiment_item(
+            "root-3", "trace-3", "exp-1", "baseline", "item-2", at(30), output="4", omit_expected_output=True
+        ),
+        f.experiment_item("root-4", "trace-4", "exp-other", "other", "item-9", at(40), dataset_id="ds-other"),
+    ]
+    client = make_client(ApiGeneration.V4)
+    dataset = await client.reads.get_dataset("bench")
+    experiments = [e async for e in client.reads.list_experiments([dataset], since=at(0))]
+    assert [(e.id, e.item_count, e.metadata) for e in experiments] == [("exp-1", 3, {"model": "gpt-x"})]
+    assert experiments[0].start_time == at(10) and experiments[0].end_time == at(30)
+    items = [i async for i in client.reads.list_experiment_items(experiments[0], since=at(0))]
+    got = {i.trace_id: (i.dataset_item_id, i.output, i.expected_output) for i in items}
+    assert got == {
+        "trace-1": ("item-1", "2", {"answer": "2"}),
+        "trace-2": ("item-2", "5", {"answer": "4"}),  # joined to the dataset item
+        "trace-3": ("item-2", "4", {"answer": "4"}),
+    }
+    first = next(i for i in items if i.trace_id == "trace-1")
+    assert (first.experiment_id, first.observation_id, first.dataset_id) == ("exp-1", "root-1", "ds-1")
+    assert first.item_metadata == {"topic": "math"} and first.start_time == at(10)
+    # The missing expected output cost one dataset-item request, cached for the second item.
+    assert len(fake.calls_to("GET", "/api/public/dataset-items/{id}")) == 1
+    limits = {c.request.url.params["limit"] for c in fake.calls_to("GET", "/api/public/experiment-items")}
+    assert limits == {"100"}  # the endpoint's maximum, though page_size is 1000
+
+
+async def test_experiment_items_follow_the_cursor(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
+    v4.items = [
+        f.experiment_item(f"root-{n}", f"trace-{n}", "exp-1", "run", f"item-{n}", at(n), expected_output=n)
+        for n in range(7)
+    ]
+    client = make_client(ApiGeneration.V4, page_size=3)
+    (experiment,) = [e async for e in client.reads.list_experiments([Dataset("ds-1", "bench")], since=at(0))]
+    items = [i async for i in client.reads.list_experiment_items(experiment, since=at(0))]
+    assert sorted(i.expected_output for i in items) == list(range(7))
+    assert len(fake.calls_to("GET", "/api/public/experiment-items")) == 3
+
+
+async def test_long_metadata_keys_can_be_read_untruncated(
+    v4: V4Server, fake: FakeLangfuse, clock: Any
+) -> None:
+    v4.observations = [root("t1", 10)]
+    client = LangfuseClient(make_settings(), clock=clock, expand_metadata=["system_prompt", "rubric"])
+    client.use_generation(ApiGeneration.V4)
+    try:
+        await roots_of(client)
+    finally:
+        await client.aclose()
+    assert fake.calls_to(*OBS)[0].request.url.params["expandMetadata"] == "system_prompt,rubric"

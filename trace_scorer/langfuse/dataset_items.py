@@ -1,0 +1,57 @@
+"""Dataset items by id, cached per dataset: many runs of one dataset share its items (pass@k)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from langfuse.api import AsyncLangfuseAPI
+
+from trace_scorer.langfuse.clock import Clock
+from trace_scorer.langfuse.endpoints import DATASET_ITEM_GET
+from trace_scorer.langfuse.errors import LangfuseNotFoundError
+from trace_scorer.langfuse.transport import Transport
+
+#: How long a cached item is trusted: an edited expected output is seen within this time.
+ITEM_TTL_SECONDS = 3600.0
+#: Items kept per dataset; the oldest entries go first beyond it.
+MAX_ITEMS_PER_DATASET = 20_000
+
+
+class DatasetItemCache:
+    """``GET /api/public/dataset-items/{id}`` once per item and TTL; a missing item is cached as None."""
+
+    def __init__(self, transport: Transport, api: AsyncLangfuseAPI, clock: Clock) -> None:
+        self._transport = transport
+        self._api = api
+        self._clock = clock
+        self._by_dataset: dict[str, dict[str, tuple[float, Mapping[str, Any] | None]]] = {}
+
+    async def get(self, dataset_id: str | None, item_id: str) -> Mapping[str, Any] | None:
+        """The item as Langfuse returns it (``input``, ``expectedOutput``, ``metadata``, …), or None."""
+        cache = self._by_dataset.setdefault(dataset_id or "", {})
+        now = self._clock.monotonic()
+        hit = cache.get(item_id)
+        if hit is not None and now - hit[0] < ITEM_TTL_SECONDS:
+            return hit[1]
+        try:
+            answer = await self._transport.call(
+                DATASET_ITEM_GET,
+                lambda options: self._api.dataset_items.with_raw_response.get(
+                    quote(item_id, safe=""), request_options=options
+                ),
+            )
+            item: Mapping[str, Any] | None = answer.body
+        except LangfuseNotFoundError:
+            item = None
+        if len(cache) >= MAX_ITEMS_PER_DATASET:
+            del cache[next(iter(cache))]
+        cache[item_id] = (now, item)
+        return item
+
+    def clear(self, dataset_id: str | None = None) -> None:
+        if dataset_id is None:
+            self._by_dataset.clear()
+        else:
+            self._by_dataset.pop(dataset_id, None)

@@ -1,0 +1,50 @@
+"""Every Langfuse operation the adapter uses: one label per operation for counters, logs and tests.
+
+``legacy`` marks the v3-only endpoints the ``langfuse`` 5.x package no longer has (called with plain
+httpx); the others go through the package's generated client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    method: str
+    #: The path template as the OpenAPI file writes it (low cardinality: fine as a metrics label).
+    path: str
+    legacy: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} {self.path}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+HEALTH = Endpoint("GET", "/api/public/health")
+PROJECTS = Endpoint("GET", "/api/public/projects")
+SCORE_CONFIGS_LIST = Endpoint("GET", "/api/public/score-configs")
+SCORE_CONFIGS_CREATE = Endpoint("POST", "/api/public/score-configs")
+OBSERVATIONS_V2 = Endpoint("GET", "/api/public/v2/observations")
+EXPERIMENTS = Endpoint("GET", "/api/public/experiments")
+EXPERIMENT_ITEMS = Endpoint("GET", "/api/public/experiment-items")
+DATASET_GET = Endpoint("GET", "/api/public/v2/datasets/{datasetName}")
+DATASET_ITEM_GET = Endpoint("GET", "/api/public/dataset-items/{id}")
+SCORES_CREATE = Endpoint("POST", "/api/public/scores")
+
+TRACES_LIST = Endpoint("GET", "/api/public/traces", legacy=True)
+TRACE_GET = Endpoint("GET", "/api/public/traces/{traceId}", legacy=True)
+DATASET_RUNS = Endpoint("GET", "/api/public/datasets/{datasetName}/runs", legacy=True)
+DATASET_RUN_ITEMS = Endpoint("GET", "/api/public/dataset-run-items", legacy=True)
+INGESTION = Endpoint("POST", "/api/public/ingestion", legacy=True)
+
+#: Used on both generations.
+COMMON = (HEALTH, PROJECTS, SCORE_CONFIGS_LIST, SCORE_CONFIGS_CREATE, DATASET_GET, DATASET_ITEM_GET)
+#: Used only against v4 servers (also probed at start-up on any server).
+V4_ONLY = (OBSERVATIONS_V2, EXPERIMENTS, EXPERIMENT_ITEMS, SCORES_CREATE)
+#: Used only against v3 servers.
+V3_ONLY = (TRACES_LIST, TRACE_GET, DATASET_RUNS, DATASET_RUN_ITEMS, INGESTION)
+ALL = COMMON + V4_ONLY + V3_ONLY

@@ -1,0 +1,80 @@
+"""The errors the Langfuse adapter raises: typed, with the server's own message, never a secret."""
+
+from __future__ import annotations
+
+
+class LangfuseError(Exception):
+    """Base of every error the adapter raises."""
+
+
+class LangfuseHTTPError(LangfuseError):
+    """Langfuse answered with an error status; ``message`` is the response's own message."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        status: int,
+        message: str,
+        retry_after: float | None = None,
+        attempts: int = 1,
+    ) -> None:
+        self.endpoint = endpoint
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+        self.attempts = attempts
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
+        return f"{self.endpoint}: HTTP {self.status}{tries}: {self.message}"
+
+    def __str__(self) -> str:
+        return self._text()
+
+
+class LangfuseAuthError(LangfuseHTTPError):
+    """401/403: the keys are wrong, for another project, or for another server or region."""
+
+    def __init__(self, *, endpoint: str, status: int, message: str, base_url: str) -> None:
+        self.base_url = base_url
+        super().__init__(endpoint=endpoint, status=status, message=message)
+
+    def _text(self) -> str:
+        what = "rejected the credentials" if self.status == 401 else "denied access"
+        return (
+            f"Langfuse at {self.base_url} {what} (HTTP {self.status} on {self.endpoint}: {self.message}). "
+            "Check LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY: both must belong to the same project "
+            "on this server and region (see langfuse.base_url)."
+        )
+
+
+class LangfuseNotFoundError(LangfuseHTTPError):
+    """404: the endpoint (another API generation) or the object does not exist."""
+
+
+class LangfuseTransportError(LangfuseError):
+    """No HTTP answer: a timeout or a dropped/refused connection (after the retries)."""
+
+    def __init__(self, *, endpoint: str, kind: str, detail: str, attempts: int = 1) -> None:
+        self.endpoint = endpoint
+        self.kind = kind
+        self.detail = detail
+        self.attempts = attempts
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
+        return f"{self.endpoint}: {self.kind}{tries}: {self.detail}"
+
+    def __str__(self) -> str:
+        return self._text()
+
+
+class LangfuseResponseError(LangfuseError):
+    """A 2xx answer whose body is not what the API promises (not retried: it would not change)."""
+
+    def __init__(self, *, endpoint: str, detail: str) -> None:
+        self.endpoint = endpoint
+        super().__init__(f"{endpoint}: unexpected response: {detail}")

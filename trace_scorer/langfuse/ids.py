@@ -1,0 +1,68 @@
+"""Deterministic score ids, ingestion event ids and timestamps: what makes a re-score an overwrite.
+
+Langfuse upserts a score on (id, name, date of timestamp). The id is a uuid5 of the subject and the
+score name only — never of the configuration or the metric version — so re-scoring a trace after a
+configuration change overwrites its score instead of adding a second one. The timestamp is given by
+the caller (the trace's start time, the run's first-seen start time) and normalised here to UTC
+milliseconds, the precision Langfuse stores, so every generation sends the same value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trace_scorer.langfuse.types import ScoreSubject
+
+#: Namespace of every score id trace-scorer writes. Never change it: existing scores would be duplicated.
+#: (= uuid5(NAMESPACE_URL, "https://github.com/trace-scorer/trace-scorer/score-id"))
+SCORE_ID_NAMESPACE = uuid.UUID("69bbafe4-3fd5-5241-b264-7171d6a11a0d")
+
+#: Separator that cannot occur in ids or score names (ASCII unit separator).
+_SEP = "\x1f"
+
+
+def score_id(subject: ScoreSubject, name: str) -> str:
+    """The score's id: uuid5 of (trace id, observation id, dataset run id, score name)."""
+    parts = (
+        "score",
+        subject.trace_id or "",
+        subject.observation_id or "",
+        subject.dataset_run_id or "",
+        name,
+    )
+    return str(uuid.uuid5(SCORE_ID_NAMESPACE, _SEP.join(parts)))
+
+
+def ingestion_event_id(score_id: str, canonical_event: str) -> str:
+    """Envelope id of a v3 ``score-create`` event: stable for the same content, new for new content.
+
+    Langfuse drops an event whose envelope id it processed recently, so a resent batch (after a
+    timeout) is not processed twice, while a changed value (a re-score) gets a new envelope id and
+    is not mistaken for a duplicate. The score itself is still identified by ``score_id``.
+    """
+    digest = hashlib.sha256(canonical_event.encode()).hexdigest()
+    return str(uuid.uuid5(SCORE_ID_NAMESPACE, _SEP.join(("event", score_id, digest))))
+
+
+def normalize_timestamp(value: datetime) -> datetime:
+    """UTC, truncated to milliseconds (Langfuse's DateTime64(3)). Naive datetimes are an error."""
+    if value.tzinfo is None:
+        raise ValueError("a score timestamp must be timezone-aware")
+    utc = value.astimezone(UTC)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+
+
+def format_timestamp(value: datetime) -> str:
+    """ISO 8601 with milliseconds and ``Z``: ``2026-10-01T00:12:00.875Z``."""
+    utc = normalize_timestamp(value)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(value: str) -> datetime:
+    """An ISO 8601 timestamp from Langfuse as an aware datetime (UTC assumed when no offset)."""
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

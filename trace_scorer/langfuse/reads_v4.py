@@ -1,0 +1,266 @@
+"""Reads from a Langfuse v4 server: observations (v2 API), experiments and experiment items.
+
+All through the ``langfuse`` package's generated client, cursor-paged. Observation rows are handed on
+as the JSON Langfuse sent (input/output raw strings; fields of groups not requested are absent).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+from langfuse.api import AsyncLangfuseAPI
+from langfuse.api.core.http_response import AsyncHttpResponse
+from langfuse.api.core.request_options import RequestOptions
+
+from trace_scorer.config.langfuse import LangfuseSettings
+from trace_scorer.langfuse.clock import Clock
+from trace_scorer.langfuse.dataset_items import DatasetItemCache
+from trace_scorer.langfuse.endpoints import (
+    DATASET_GET,
+    EXPERIMENT_ITEMS,
+    EXPERIMENTS,
+    OBSERVATIONS_V2,
+    Endpoint,
+)
+from trace_scorer.langfuse.errors import LangfuseResponseError
+from trace_scorer.langfuse.filters import v4_root_query
+from trace_scorer.langfuse.ids import parse_timestamp
+from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
+from trace_scorer.langfuse.trace_scan import TraceScanner
+from trace_scorer.langfuse.transport import Transport
+from trace_scorer.langfuse.types import (
+    Dataset,
+    Experiment,
+    ExperimentItem,
+    Row,
+    TimeWindow,
+    TraceFilter,
+    TraceRoot,
+    TraceRows,
+)
+
+#: Field groups of root rows: what sources filter and sample on, plus the trace's input/output.
+ROOT_FIELDS = "core,basic,time,io,metadata,trace_context"
+#: Field groups of a trace's rows: what extraction reads (tool calls, messages, models).
+BODY_FIELDS = "core,basic,time,io,metadata,model"
+EXPERIMENT_FIELDS = "core,metadata"
+EXPERIMENT_ITEM_FIELDS = "core,dataset,io,metadata,itemMetadata"
+#: Server maximum page size of the experiments endpoints.
+EXPERIMENTS_MAX_LIMIT = 100
+
+Send = Callable[[RequestOptions], Awaitable[AsyncHttpResponse[Any]]]
+
+
+class V4Reader:
+    def __init__(
+        self,
+        *,
+        transport: Transport,
+        api: AsyncLangfuseAPI,
+        settings: LangfuseSettings,
+        items: DatasetItemCache,
+        clock: Clock,
+        expand_metadata: Sequence[str] = (),
+    ) -> None:
+        self._transport = transport
+        self._api = api
+        self._settings = settings
+        self._items = items
+        self._clock = clock
+        self._slack = timedelta(seconds=settings.trace_slack)
+        #: Metadata keys returned untruncated (Langfuse cuts metadata values at 200 characters).
+        self._expand_metadata = ",".join(expand_metadata) or None
+        self._datasets: dict[str, Dataset] = {}
+        self.scanner = TraceScanner(
+            pages=self._window_pages,
+            fetch_one=self.fetch_trace,
+            max_rows=settings.max_rows_in_memory,
+            slack=self._slack,
+            now=clock.now,
+        )
+
+    # --- paging ------------------------------------------------------------------------------
+
+    async def _cursor_pages(
+        self,
+        endpoint: Endpoint,
+        request: Callable[[str | None, RequestOptions], Awaitable[AsyncHttpResponse[Any]]],
+    ) -> AsyncGenerator[list[Row], None]:
+        """Follow ``meta.cursor`` until it is absent; a repeated cursor is an error, not a loop."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            answer = await self._transport.call(endpoint, functools.partial(request, cursor))
+            data = answer.body.get("data") or []
+            yield list(data)
+            cursor = (answer.body.get("meta") or {}).get("cursor")
+            if not cursor:
+                return
+            if cursor in seen:
+                raise LangfuseResponseError(endpoint=endpoint.label, detail="the same cursor came back twice")
+            seen.add(cursor)
+
+    def _observation_pages(self, fields: str, **query: Any) -> AsyncGenerator[list[Row], None]:
+        async def request(cursor: str | None, options: RequestOptions) -> AsyncHttpResponse[Any]:
+            response: AsyncHttpResponse[Any] = await self._api.observations.with_raw_response.get_many(
+                fields=fields,
+                expand_metadata=self._expand_metadata,
+                limit=self._settings.page_size,
+                cursor=cursor,
+                request_options=options,
+                **query,
+            )
+            return response
+
+        return self._cursor_pages(OBSERVATIONS_V2, request)
+
+    def _window_pages(self, window: TimeWindow) -> AsyncGenerator[list[Row], None]:
+        return self._observation_pages(BODY_FIELDS, from_start_time=window.start, to_start_time=window.end)
+
+    # --- traces ------------------------------------------------------------------------------
+
+    async def list_trace_roots(
+        self, window: TimeWindow, trace_filter: TraceFilter
+    ) -> AsyncIterator[TraceRoot]:
+        """Root observations starting in ``window`` that match the filter, newest first, each once."""
+        deduper = StreamDeduper()
+        async for page in self._observation_pages(ROOT_FIELDS, **v4_root_query(window, trace_filter)):
+            for row in deduper.push(page):
+                yield trace_root_from_row(row)
+        for row in deduper.flush():
+            yield trace_root_from_row(row)
+
+    async def fetch_trace(self, root: TraceRoot) -> TraceRows:
+        """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks)."""
+        start = root.start_time - self._slack
+        end = max(root.end_time or self._clock.now(), root.start_time) + self._slack
+        rows: list[Row] = []
+        pages = self._observation_pages(
+            BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end
+        )
+        async for page in pages:
+            rows.extend(page)
+        return TraceRows(root.trace_id, sort_rows(dedupe(rows)))
+
+    async def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
+        """Each trace's rows: one request per trace for a few, one window scan for more."""
+        if len(roots) <= self._settings.per_trace_fetch_max:
+            for root in {r.trace_id: r for r in roots}.values():
+                yield await self.fetch_trace(root)
+            return
+        async for trace in self.scanner.scan(roots):
+            yield trace
+
+    # --- datasets and experiments ------------------------------------------------------------
+
+    async def get_dataset(self, name: str) -> Dataset:
+        if name not in self._datasets:
+            answer = await self._transport.call(
+                DATASET_GET,
+                lambda options: self._api.datasets.with_raw_response.get(
+                    quote(name, safe=""), request_options=options
+                ),
+            )
+            self._datasets[name] = Dataset(id=str(answer.body["id"]), name=str(answer.body["name"]))
+        return self._datasets[name]
+
+    async def list_experiments(
+        self, datasets: Sequence[Dataset], since: datetime, until: datetime | None = None
+    ) -> AsyncIterator[Experiment]:
+        """Experiments of these datasets with items started in ``[since, until)``, each once."""
+        if not datasets:
+            return
+        dataset_ids = ",".join(sorted({d.id for d in datasets}))
+
+        async def request(cursor: str | None, options: RequestOptions) -> AsyncHttpResponse[Any]:
+            response: AsyncHttpResponse[Any] = await self._api.experiments.with_raw_response.list(
+                from_start_time=since,
+                to_start_time=until,
+                dataset_id=dataset_ids,
+                fields=EXPERIMENT_FIELDS,
+                limit=min(self._settings.page_size, EXPERIMENTS_MAX_LIMIT),
+                cursor=cursor,
+                request_options=options,
+            )
+            return response
+
+        seen: set[str] = set()
+        async for page in self._cursor_pages(EXPERIMENTS, request):
+            for row in page:
+                if row["id"] in seen:
+                    continue
+                seen.add(row["id"])
+                yield _experiment(row)
+
+    async def list_experiment_items(
+        self, experiment: Experiment, since: datetime
+    ) -> AsyncIterator[ExperimentItem]:
+        """The experiment's items started since ``since``, each once, with the expected output.
+
+        An item row without an ``expectedOutput`` key (not an explicit null) is joined to its dataset
+        item (cached per dataset).
+        """
+
+        async def request(cursor: str | None, options: RequestOptions) -> AsyncHttpResponse[Any]:
+            response: AsyncHttpResponse[Any] = await self._api.experiments.with_raw_response.list_items(
+                from_start_time=since,
+                experiment_id=experiment.id,
+                fields=EXPERIMENT_ITEM_FIELDS,
+                limit=min(self._settings.page_size, EXPERIMENTS_MAX_LIMIT),
+                cursor=cursor,
+                request_options=options,
+            )
+            return response
+
+        seen: set[str] = set()
+        async for page in self._cursor_pages(EXPERIMENT_ITEMS, request):
+            for row in page:
+                if row["id"] in seen:
+                    continue
+                seen.add(row["id"])
+                yield await self._experiment_item(row)
+
+    async def _experiment_item(self, row: Mapping[str, Any]) -> ExperimentItem:
+        dataset_id = row.get("experimentDatasetId")
+        if "expectedOutput" in row:
+            expected = row["expectedOutput"]
+        else:
+            item = await self._items.get(dataset_id, str(row["experimentItemId"])) if dataset_id else None
+            expected = item.get("expectedOutput") if item is not None else None
+        return ExperimentItem(
+            trace_id=str(row["traceId"]),
+            observation_id=str(row["id"]),
+            experiment_id=str(row["experimentId"]),
+            experiment_name=str(row["experimentName"]),
+            dataset_item_id=str(row["experimentItemId"]),
+            dataset_id=dataset_id,
+            start_time=parse_timestamp(str(row["startTime"])),
+            environment=row.get("environment"),
+            input=row.get("input"),
+            output=row.get("output"),
+            expected_output=expected,
+            metadata=_mapping(row.get("metadata")),
+            item_metadata=_mapping(row.get("experimentItemMetadata")),
+        )
+
+
+def _experiment(row: Mapping[str, Any]) -> Experiment:
+    end = row.get("endTime")
+    return Experiment(
+        id=str(row["id"]),
+        name=str(row["name"]),
+        dataset_id=row.get("datasetId"),
+        start_time=parse_timestamp(str(row["startTime"])),
+        end_time=parse_timestamp(str(end)) if end else None,
+        item_count=row.get("itemCount"),
+        description=row.get("description"),
+        metadata=_mapping(row.get("metadata")),
+    )
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,230 @@
+"""The one place requests leave for Langfuse: budget, retries, counters and error mapping.
+
+Two kinds of call: through the ``langfuse`` package's generated client (its own retries off), and
+plain httpx for the v3 legacy endpoints the package no longer has, with the same Basic auth.
+Errors come out typed (:mod:`.errors`) with the server's message and never a secret.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import httpx
+import pydantic
+from langfuse.api.core.api_error import ApiError
+from langfuse.api.core.http_response import AsyncHttpResponse
+from langfuse.api.core.request_options import RequestOptions
+
+from trace_scorer.langfuse.clock import Clock
+from trace_scorer.langfuse.endpoints import Endpoint
+from trace_scorer.langfuse.errors import (
+    LangfuseAuthError,
+    LangfuseHTTPError,
+    LangfuseNotFoundError,
+    LangfuseResponseError,
+    LangfuseTransportError,
+)
+from trace_scorer.langfuse.retry import RequestBudget, RetryPolicy, parse_retry_after
+from trace_scorer.langfuse.stats import RequestStats
+
+T = TypeVar("T")
+
+#: Per-call options for the generated client: its built-in retries (which also resend POSTs) off.
+NO_RETRIES: RequestOptions = {"max_retries": 0}
+
+QueryValue = str | int | bool | Sequence[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(Generic[T]):
+    """A 2xx answer: status, the package's parsed model, and the body as plain JSON."""
+
+    status: int
+    data: T
+    body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyAnswer:
+    status: int
+    body: Any
+
+
+class Transport:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        http: httpx.AsyncClient,
+        auth: httpx.Auth,
+        headers: Mapping[str, str],
+        policy: RetryPolicy,
+        budget: RequestBudget,
+        stats: RequestStats,
+        clock: Clock,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = http
+        self._auth = auth
+        self._headers = dict(headers)
+        self._policy = policy
+        self._budget = budget
+        self._stats = stats
+        self._clock = clock
+
+    async def call(
+        self,
+        endpoint: Endpoint,
+        send: Callable[[RequestOptions], Awaitable[AsyncHttpResponse[T]]],
+        *,
+        retry: bool = True,
+    ) -> Answer[T]:
+        """One generated-client call (``send(NO_RETRIES)``), with our budget and (unless told) retries.
+
+        ``retry=False`` is for requests that are not idempotent: the caller decides what to do.
+        """
+
+        async def attempt() -> Answer[T]:
+            await self._budget.acquire()
+            try:
+                response = await send(NO_RETRIES)
+            except ApiError as error:
+                status = error.status_code or 0
+                self._stats.count_request(endpoint.label, str(status))
+                raise self._error(endpoint, status, error.headers or {}, error.body) from None
+            except httpx.TimeoutException as error:
+                self._stats.count_request(endpoint.label, "timeout")
+                raise LangfuseTransportError(
+                    endpoint=endpoint.label, kind="timeout", detail=_detail(error)
+                ) from None
+            except httpx.TransportError as error:
+                self._stats.count_request(endpoint.label, "connection_error")
+                raise LangfuseTransportError(
+                    endpoint=endpoint.label, kind="connection_error", detail=_detail(error)
+                ) from None
+            except pydantic.ValidationError as error:
+                self._stats.count_request(endpoint.label, "invalid_response")
+                raise LangfuseResponseError(endpoint=endpoint.label, detail=_short(str(error))) from None
+            # The generated client exposes headers and the parsed model only; the rows we hand on are
+            # the plain JSON as Langfuse sent it (absent fields stay absent), so read the raw response.
+            raw = response._response
+            self._stats.count_request(endpoint.label, str(raw.status_code))
+            return Answer(status=raw.status_code, data=response.data, body=raw.json())
+
+        if not retry:
+            return await attempt()
+        return await self._policy.run(endpoint.label, attempt)
+
+    async def legacy(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        *,
+        params: Mapping[str, QueryValue] | None = None,
+        body: Any = None,
+        accept: Sequence[int] = (),
+    ) -> LegacyAnswer:
+        """A plain httpx call to a legacy (v3) endpoint; 2xx and ``accept`` statuses are answers."""
+        query = _query(params or {})
+
+        async def attempt() -> LegacyAnswer:
+            await self._budget.acquire()
+            try:
+                response = await self._http.request(
+                    endpoint.method,
+                    self.base_url + path,
+                    params=query,
+                    json=body,
+                    auth=self._auth,
+                    headers=self._headers,
+                )
+            except httpx.TimeoutException as error:
+                self._stats.count_request(endpoint.label, "timeout")
+                raise LangfuseTransportError(
+                    endpoint=endpoint.label, kind="timeout", detail=_detail(error)
+                ) from None
+            except httpx.TransportError as error:
+                self._stats.count_request(endpoint.label, "connection_error")
+                raise LangfuseTransportError(
+                    endpoint=endpoint.label, kind="connection_error", detail=_detail(error)
+                ) from None
+            self._stats.count_request(endpoint.label, str(response.status_code))
+            content = _json_or_text(response)
+            if response.is_success or response.status_code in accept:
+                if isinstance(content, str):
+                    raise LangfuseResponseError(
+                        endpoint=endpoint.label, detail=f"not JSON: {_short(content)}"
+                    )
+                return LegacyAnswer(status=response.status_code, body=content)
+            raise self._error(endpoint, response.status_code, response.headers, content)
+
+        return await self._policy.run(endpoint.label, attempt)
+
+    def _error(self, endpoint: Endpoint, status: int, headers: Mapping[str, str], body: Any) -> Exception:
+        message = error_message(body, status)
+        if 200 <= status < 300:
+            return LangfuseResponseError(endpoint=endpoint.label, detail=message)
+        if status in (401, 403):
+            return LangfuseAuthError(
+                endpoint=endpoint.label, status=status, message=message, base_url=self.base_url
+            )
+        if status == 404:
+            return LangfuseNotFoundError(endpoint=endpoint.label, status=status, message=message)
+        retry_after = parse_retry_after(_header(headers, "retry-after"), self._clock)
+        return LangfuseHTTPError(
+            endpoint=endpoint.label, status=status, message=message, retry_after=retry_after
+        )
+
+
+def error_message(body: Any, status: int) -> str:
+    """The server's message from an error body (``{"message": …}``, zod ``error`` details, or text)."""
+    if isinstance(body, Mapping):
+        parts = [str(body[key]) for key in ("message", "error") if body.get(key)]
+        if parts:
+            return _short(": ".join(parts))
+        return _short(json.dumps(body, default=str))
+    if isinstance(body, str) and body.strip():
+        return _short(body.strip())
+    if body:
+        return _short(json.dumps(body, default=str))
+    return httpx.codes.get_reason_phrase(status) or "no message"
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name:
+            return value
+    return None
+
+
+def _query(params: Mapping[str, QueryValue]) -> httpx.QueryParams:
+    """Query pairs as the generated client encodes them: lists repeat the key, booleans lower-case."""
+    pairs: list[tuple[str, str | int | float | bool | None]] = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            pairs.append((key, "true" if value else "false"))
+        elif isinstance(value, str | int):
+            pairs.append((key, str(value)))
+        else:
+            pairs.extend((key, item) for item in value)
+    return httpx.QueryParams(pairs)
+
+
+def _json_or_text(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _detail(error: Exception) -> str:
+    return str(error) or type(error).__name__
+
+
+def _short(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

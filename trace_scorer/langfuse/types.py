@@ -1,0 +1,300 @@
+"""The typed objects the rest of trace-scorer sees; both API generations produce exactly these.
+
+Observation rows stay plain dicts in the v4 camelCase shape (``id``, ``traceId``, ``type``, ``name``,
+``startTime``, ``endTime``, ``parentObservationId``, ``isRootObservation``, ``input``/``output`` as raw
+strings, ``metadata``, ``environment``, ``updatedAt``, …): that is the extraction engine's one input
+format, whichever generation the rows came from.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from trace_scorer.langfuse.ids import score_id
+
+#: One observation row, v4 camelCase shape (see the module docstring).
+Row = dict[str, Any]
+
+ScoreDataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL", "TEXT"]
+
+
+class ApiGeneration(enum.StrEnum):
+    """v4: observations/experiments APIs (Cloud, self-hosted ≥ 4.59). v3: legacy traces/dataset runs."""
+
+    V4 = "v4"
+    V3 = "v3"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    """What start-up found: printed by ``trace-scorer check``, logged by the worker."""
+
+    base_url: str
+    server_version: str
+    project_id: str
+    project_name: str
+    generation: ApiGeneration
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """A half-open interval ``[start, end)`` of timezone-aware datetimes."""
+
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            raise ValueError("TimeWindow needs timezone-aware datetimes")
+        if not self.start < self.end:
+            raise ValueError(
+                f"TimeWindow start {self.start.isoformat()} is not before end {self.end.isoformat()}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFilter:
+    """Which traces a target reads. Empty fields do not filter.
+
+    environments: any of these; exclude_environments: none of these; tags: all of these;
+    metadata: every key equal to its value (top-level keys of the root's metadata).
+    """
+
+    environments: tuple[str, ...] = ()
+    exclude_environments: tuple[str, ...] = ()
+    trace_name: str | None = None
+    tags: tuple[str, ...] = ()
+    user_id: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRoot:
+    """A trace as its root observation describes it (v4), or the trace object itself (v3).
+
+    ``end_time`` None means "not finished yet" as far as Langfuse knows (v3: derived from the trace's
+    timestamp + latency, since v3 traces have no end time).
+    """
+
+    trace_id: str
+    #: The root row's id (v3: ``t-<traceId>``, the id Langfuse v4 gives a legacy trace's root).
+    observation_id: str
+    name: str | None
+    start_time: datetime
+    end_time: datetime | None
+    environment: str | None
+    updated_at: datetime | None
+    user_id: str | None
+    session_id: str | None
+    tags: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    #: The root row itself (v4 shape).
+    row: Row
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRows:
+    """All observation rows of one trace, de-duplicated, oldest first. Empty: trace not found."""
+
+    trace_id: str
+    rows: list[Row]
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """A dataset run (v3) / experiment (v4). ``id`` is what scores use as ``datasetRunId``.
+
+    v4 reports ``start_time``/``end_time``/``item_count`` within the queried window only; v3 reports
+    the run's creation and last update, and no item count (None).
+    """
+
+    id: str
+    name: str
+    dataset_id: str | None
+    start_time: datetime
+    end_time: datetime | None
+    item_count: int | None
+    description: str | None
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentItem:
+    """One run of one dataset item: its trace, and what the item expected.
+
+    ``expected_output`` None means the item has no expected output (absent, not empty). ``output`` is the
+    task's output on v4; None on v3 (read it from the trace's root row).
+    """
+
+    trace_id: str
+    #: The item's root observation (v4) / the run item's observation, if any (v3).
+    observation_id: str | None
+    experiment_id: str
+    experiment_name: str
+    #: The dataset item id (Langfuse calls it ``experimentItemId``).
+    dataset_item_id: str
+    dataset_id: str | None
+    start_time: datetime
+    environment: str | None
+    input: Any
+    output: Any
+    expected_output: Any
+    metadata: Mapping[str, Any]
+    item_metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigCategory:
+    value: float
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreConfig:
+    """A score config as Langfuse has it; scores naming it are validated against it (also by the server)."""
+
+    id: str
+    name: str
+    data_type: str
+    min_value: float | None = None
+    max_value: float | None = None
+    categories: tuple[ConfigCategory, ...] = ()
+    is_archived: bool = False
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreConfigSpec:
+    """A score config we want to exist: one per score name, NUMERIC 0..1 unless told otherwise."""
+
+    name: str
+    data_type: ScoreDataType = "NUMERIC"
+    min_value: float | None = 0.0
+    max_value: float | None = 1.0
+    categories: tuple[ConfigCategory, ...] = ()
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreSubject:
+    """What a score is attached to: a trace (optionally one of its observations) or a dataset run."""
+
+    trace_id: str | None = None
+    observation_id: str | None = None
+    dataset_run_id: str | None = None
+
+    @classmethod
+    def trace(cls, trace_id: str, observation_id: str | None = None) -> ScoreSubject:
+        return cls(trace_id=trace_id, observation_id=observation_id)
+
+    @classmethod
+    def run(cls, dataset_run_id: str) -> ScoreSubject:
+        return cls(dataset_run_id=dataset_run_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreToPost:
+    """One score to write. Its id is derived from subject and name (see :mod:`.ids`), never random.
+
+    ``timestamp`` must be deterministic (the trace's start time, the run's first-seen start time):
+    Langfuse upserts on id + name + date of the timestamp.
+    """
+
+    subject: ScoreSubject
+    name: str
+    value: float | str | bool
+    timestamp: datetime
+    data_type: ScoreDataType = "NUMERIC"
+    comment: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    environment: str | None = None
+    config_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        return score_id(self.subject, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedScore:
+    score: ScoreToPost
+    reason: str
+    #: "client": failed our validation, never sent. "server": Langfuse rejected it.
+    by: Literal["client", "server"]
+
+
+@dataclass(frozen=True, slots=True)
+class UnattributedBatch:
+    """A partly rejected v4 batch we could not bisect (budget spent): counts and messages only."""
+
+    scores: tuple[ScoreToPost, ...]
+    accepted: int
+    rejected: int
+    messages: tuple[str, ...]
+
+
+@dataclass
+class DeliveryReport:
+    """What happened to every score handed to ``post_scores``: each is in exactly one list.
+
+    ``accepted``: Langfuse took it (processing is asynchronous). ``rejected``: it will never be accepted
+    as it is (fix the data or the config). ``undelivered``: not known to have arrived (Langfuse down
+    after the retries): safe to post again, the ids make it an overwrite. ``unattributed``: in a batch
+    Langfuse accepted only partly, without saying which.
+    """
+
+    accepted: list[ScoreToPost] = field(default_factory=list)
+    rejected: list[RejectedScore] = field(default_factory=list)
+    undelivered: list[ScoreToPost] = field(default_factory=list)
+    unattributed: list[UnattributedBatch] = field(default_factory=list)
+    #: Why scores are undelivered (the last transport/HTTP error).
+    errors: list[str] = field(default_factory=list)
+    #: Score requests sent (bisection included, retries not).
+    requests: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Every score has a final answer (accepted or rejected): the caller may move on."""
+        return not self.undelivered and not self.unattributed
+
+    def merge(self, other: DeliveryReport) -> None:
+        self.accepted += other.accepted
+        self.rejected += other.rejected
+        self.undelivered += other.undelivered
+        self.unattributed += other.unattributed
+        self.errors += other.errors
+        self.requests += other.requests
+
+
+class LangfuseReads(Protocol):
+    """The reads the sources use; one implementation per API generation."""
+
+    def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
+        """Traces whose root starts in ``window`` and match the filter, each once, newest first (v4)."""
+        ...
+
+    def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
+        """All observation rows of these traces, each trace once (order not guaranteed)."""
+        ...
+
+    async def get_dataset(self, name: str) -> Dataset: ...
+
+    def list_experiments(
+        self, datasets: Sequence[Dataset], since: datetime, until: datetime | None = None
+    ) -> AsyncIterator[Experiment]:
+        """Experiments (dataset runs) of these datasets with activity since ``since``."""
+        ...
+
+    def list_experiment_items(self, experiment: Experiment, since: datetime) -> AsyncIterator[ExperimentItem]:
+        """The experiment's items started since ``since``, with their expected output."""
+        ...
