@@ -170,9 +170,7 @@ class _Extraction:
         for side, value, order in (("input", root.input, -0.5), ("output", root.output, end + 0.5)):
             if value is None:
                 continue
-            found = None
-            if not isinstance(value, Mapping) or _looks_like_messages(value):
-                found = MessageReader(Notes()).read(value, "input" if side == "input" else "output", "")
+            found = MessageReader(Notes()).read(value, "input" if side == "input" else "output", "")
             if found and not isinstance(value, str):
                 known = 1
             elif not found:
@@ -210,18 +208,19 @@ class _Extraction:
         return ""
 
     def _answer(self, value: Any, where: str) -> str:
+        """The final answer in a root/item output: the text, the last assistant message's text, an
+        answer-like key (``{"output": ...}`` of an AgentExecutor), else the value as JSON text."""
         if isinstance(value, str):
             return value
-        if isinstance(value, Mapping) and not _looks_like_messages(value):
-            for key in _ANSWER_KEYS:
-                if isinstance(value.get(key), str):
-                    return str(value[key])
-            return content_text(value)
         if isinstance(value, Mapping | list):
             quiet = MessageReader(Notes())  # the root was read once already; do not note twice
             found = quiet.read(value, "output", where)
             if found is not None:
                 return _last_assistant_text(found)
+        if isinstance(value, Mapping):
+            for key in _ANSWER_KEYS:
+                if isinstance(value.get(key), str):
+                    return str(value[key])
         return content_text(value)
 
     def _reference_document(
@@ -248,14 +247,6 @@ class _Extraction:
             )
         document["trace"] = trace
         return document
-
-
-def _looks_like_messages(value: Mapping[str, Any]) -> bool:
-    return any(key in value for key in ("messages", "role", "choices", "parts")) or value.get("type") in (
-        "human",
-        "ai",
-        "message",
-    )
 
 
 def _last_assistant_text(messages: list[Msg]) -> str:
