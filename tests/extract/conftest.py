@@ -1,24 +1,15 @@
-"""Shared helpers for the extraction tests: fixture loading, a row builder, hypothesis profiles."""
+"""Shared helpers for the extraction tests: fixture loading and a row builder."""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-# The property tests use these profiles (not the global default): ≥ 1,000 examples in CI.
-settings.register_profile(
-    "extract-ci", max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile("extract-dev", max_examples=200, deadline=None)
-EXTRACT_PROFILE = "extract-ci" if os.environ.get("CI") else "extract-dev"
 
 
 def load_fixture(name: str) -> Any:

@@ -26,18 +26,20 @@ SAMPLE_KEYS = frozenset(
         "reference_topics",
     }
 )
-OBSERVATION_KEYS = frozenset({"type", "startTime", "parentObservationId", "isRootObservation"})
+OBSERVATION_KEYS = frozenset({"type", "parentObservationId"})
 ITEM_KEYS = frozenset({"expectedOutput", "experimentId", "experimentItemId", "datasetItemId", "datasetRunId"})
 
 
 def looks_like_observation_row(obj: Any) -> bool:
-    """An exported ``/v2/observations`` row: ``id`` + ``traceId`` + an observation field, no sample key."""
+    """An exported ``/v2/observations`` row: ``id`` + ``traceId`` + ``type`` or ``parentObservationId``
+    (both in the always-returned ``core`` fields), and no sample or experiment-item key."""
     return (
         isinstance(obj, Mapping)
         and "id" in obj
         and "traceId" in obj
         and not OBSERVATION_KEYS.isdisjoint(obj)
         and SAMPLE_KEYS.isdisjoint(obj)
+        and ITEM_KEYS.isdisjoint(obj)
     )
 
 
