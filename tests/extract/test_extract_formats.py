@@ -36,7 +36,9 @@ def test_openai_chat_completions_with_tools_and_messages_input(fixture_rows, ite
     assert sample.id == sample.trace_id == rows[0]["traceId"]
     assert sample.observation_id == next(r["id"] for r in rows if r["parentObservationId"] is None)
     assert sample.environment == "production"
-    assert sample.start_time is not None and sample.start_time.isoformat() == "2026-03-02T09:15:04.120000+00:00"
+    assert (
+        sample.start_time is not None and sample.start_time.isoformat() == "2026-03-02T09:15:04.120000+00:00"
+    )
     assert sample.notes == []
 
 
@@ -78,11 +80,21 @@ def test_langchain_additional_kwargs_only_and_invalid_tool_calls(make_row):
         "content": "",
         "additional_kwargs": {
             "tool_calls": [
-                {"id": "call_a", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": '{"q": "x"}'},
+                }
             ]
         },
         "invalid_tool_calls": [
-            {"name": "lookup", "args": '{"id": 12', "id": "call_b", "error": "bad JSON", "type": "invalid_tool_call"}
+            {
+                "name": "lookup",
+                "args": '{"id": 12',
+                "id": "call_b",
+                "error": "bad JSON",
+                "type": "invalid_tool_call",
+            }
         ],
     }
     rows = [
@@ -102,12 +114,18 @@ def test_langchain_state_dump_with_type_fields_and_role_pairs(make_row):
     state = {
         "messages": [
             {"type": "human", "content": "What is 2+2?"},
-            {"type": "ai", "content": "", "tool_calls": [{"name": "calc", "args": {"expr": "2+2"}, "id": "c1"}]},
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [{"name": "calc", "args": {"expr": "2+2"}, "id": "c1"}],
+            },
             {"type": "tool", "content": "4", "tool_call_id": "c1", "name": "calc"},
             {"type": "ai", "content": "2+2 is 4."},
         ]
     }
-    rows = [make_row("root", "CHAIN", "LangGraph", input={"messages": [["user", "What is 2+2?"]]}, output=state)]
+    rows = [
+        make_row("root", "CHAIN", "LangGraph", input={"messages": [["user", "What is 2+2?"]]}, output=state)
+    ]
     sample = extract_sample(rows)
 
     assert calls_of(sample) == [("calc", {"expr": "2+2"}, "c1")]
@@ -163,7 +181,9 @@ def test_finished_trace_without_answer_gives_empty_response(fixture_rows):
 
     assert sample.response == ""
     assert calls_of(sample) == [("search_kb", {"query": "reset router"}, "call_kb_1")]
-    assert sample.tool_calls is not None and sample.tool_calls[0].result[0]["title"] == "Resetting your router"
+    assert (
+        sample.tool_calls is not None and sample.tool_calls[0].result[0]["title"] == "Resetting your router"
+    )
     assert any("ended with an error" in note and "RateLimitError" in note for note in sample.notes)
 
 
@@ -191,7 +211,9 @@ def test_chat_completion_response_object_and_legacy_function_call(make_row):
     }
     rows = [
         make_row("root", "SPAN", output="It is noon."),
-        make_row("g", "GENERATION", parent="root", input=[{"role": "user", "content": "time?"}], output=response),
+        make_row(
+            "g", "GENERATION", parent="root", input=[{"role": "user", "content": "time?"}], output=response
+        ),
         make_row(
             "g2",
             "GENERATION",
@@ -215,7 +237,11 @@ def test_responses_response_object_and_built_in_tools(make_row):
         "object": "response",
         "output": [
             {"type": "web_search_call", "id": "ws_1", "status": "completed"},
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found it."}]},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Found it."}],
+            },
         ],
     }
     rows = [make_row("g", "GENERATION", input="search the web", output=response)]
@@ -234,9 +260,19 @@ def test_vercel_ai_sdk_parts(make_row):
                 {"role": "user", "content": [{"type": "text", "text": "refund policy?"}]},
                 {
                     "role": "assistant",
-                    "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "search", "args": {"q": "refund"}}],
+                    "content": [
+                        {
+                            "type": "tool-call",
+                            "toolCallId": "c1",
+                            "toolName": "search",
+                            "args": {"q": "refund"},
+                        }
+                    ],
                 },
-                {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "result": "30 days"}]},
+                {
+                    "role": "tool",
+                    "content": [{"type": "tool-result", "toolCallId": "c1", "result": "30 days"}],
+                },
             ],
             output={"role": "assistant", "content": "You have 30 days."},
         )

@@ -69,7 +69,13 @@ def test_samples_from_rows_groups_by_trace_in_any_row_order():
 
 
 def test_items_without_rows_still_give_a_sample():
-    item = {"traceId": "t-lonely", "experimentId": "e", "experimentItemId": "i", "output": "42", "expectedOutput": "42"}
+    item = {
+        "traceId": "t-lonely",
+        "experimentId": "e",
+        "experimentItemId": "i",
+        "output": "42",
+        "expectedOutput": "42",
+    }
     samples = list(samples_from_rows([], items={"t-lonely": item}))
     assert len(samples) == 1
     assert (samples[0].id, samples[0].response, samples[0].expected) == ("t-lonely", "42", "42")
@@ -88,6 +94,8 @@ def test_rows_without_trace_id_form_one_trace(make_row):
 
 
 def test_index_items_reports_what_cannot_be_joined():
-    index, problems = index_items([{"traceId": "a", "expectedOutput": 1}, {"expectedOutput": 2}, "junk", {"traceId": "a"}])
+    index, problems = index_items(
+        [{"traceId": "a", "expectedOutput": 1}, {"expectedOutput": 2}, "junk", {"traceId": "a"}]
+    )
     assert list(index) == ["a"] and index["a"] == {"traceId": "a"}
     assert len(problems) == 3

@@ -41,7 +41,9 @@ WORDS = [
 IDS = ["a", "b", "c", "d"]
 TIMES = ["2026-03-01T10:00:00Z", "2026-03-01T10:00:01.5+02:00", "2026-03-01 10:00:02", "yesterday", ""]
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.sampled_from(WORDS)
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.sampled_from(WORDS)
+)
 json_values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
@@ -49,11 +51,41 @@ json_values = st.recursive(
 )
 message_like = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(KEYS), inner | st.sampled_from(WORDS), max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS), inner | st.sampled_from(WORDS), max_size=6)
+    ),
     max_leaves=25,
 )
-payloads = message_like | json_values | message_like.map(lambda v: json.dumps(v, allow_nan=True))
+call_like = st.fixed_dictionaries(
+    {"name": st.sampled_from(["f", "g"]) | scalars},
+    optional={
+        "id": st.sampled_from(["c1", "c2"]) | scalars,
+        "args": json_values,
+        "arguments": st.sampled_from(['{"x": 1}', '{"x": ', "{'x': 1}"]) | json_values,
+        "type": st.sampled_from(["tool_call", "function", "tool_use", "function_call"]),
+        "function": st.fixed_dictionaries({"name": st.sampled_from(["f", "g"]), "arguments": scalars}),
+    },
+)
+nearly_messages = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool", "system", "ai", "bogus"]) | scalars},
+    optional={
+        "content": st.text(max_size=6) | st.lists(message_like | call_like, max_size=3) | json_values,
+        "tool_calls": st.lists(call_like, max_size=3) | json_values,
+        "tool_call_id": st.sampled_from(["c1", "c2"]) | scalars,
+        "parts": st.lists(message_like | call_like, max_size=3),
+    },
+)
+conversations = st.lists(nearly_messages | message_like, max_size=6)
+payloads = (
+    message_like
+    | json_values
+    | conversations
+    | nearly_messages
+    | st.fixed_dictionaries({"messages": conversations, "tools": json_values})
+    | (message_like | conversations).map(lambda v: json.dumps(v, allow_nan=True))
+)
+metadata = st.dictionaries(st.sampled_from(["tool_call_id", "attributes", "reference_topics"]), json_values)
 rows = st.lists(
     st.fixed_dictionaries(
         {},
@@ -72,16 +104,26 @@ rows = st.lists(
             "environment": st.none() | st.text(max_size=6) | json_values,
             "input": payloads,
             "output": payloads,
-            "metadata": json_values | st.dictionaries(st.sampled_from(["tool_call_id", "attributes", "reference_topics"]), json_values) | json_values.map(json.dumps),
+            "metadata": json_values | metadata | json_values.map(json.dumps),
         },
     )
     | json_values,
     max_size=8,
 )  # fmt: skip
+ITEM_KEYS = [
+    "expectedOutput",
+    "metadata",
+    "experimentItemId",
+    "experimentId",
+    "traceId",
+    "output",
+    "datasetId",
+    "id",
+]
 items = st.none() | st.dictionaries(
-    st.sampled_from(["expectedOutput", "metadata", "experimentItemId", "experimentId", "traceId", "output", "datasetId", "id"]),
+    st.sampled_from(ITEM_KEYS),
     message_like | json_values | st.sampled_from(['{"answer": "x", "tool_calls": [{"name": "f"}]}', "[1"]),
-)  # fmt: skip
+)
 CUSTOM = ReferenceSettings(
     expected=["$.expectedOutput[0]", "$.trace.output.content"],
     reference_topics=["$.trace.metadata.reference_topics", "$.metadata"],

@@ -58,9 +58,13 @@ def test_resolve_steps_into_json_strings():
 
 
 def test_defaults_string_expected_output(make_row):
-    sample = extract_sample([make_row("root", output="x")], item={"expectedOutput": "Paris", "traceId": "trace-1"})
+    sample = extract_sample(
+        [make_row("root", output="x")], item={"expectedOutput": "Paris", "traceId": "trace-1"}
+    )
     assert sample.expected == "Paris"
-    assert sample.reference is None and sample.reference_tool_calls is None and sample.reference_topics is None
+    assert (
+        sample.reference is None and sample.reference_tool_calls is None and sample.reference_topics is None
+    )
 
 
 def test_defaults_object_expected_output(make_row):
@@ -97,7 +101,9 @@ def test_defaults_object_expected_output(make_row):
 
 
 def test_empty_reference_list_means_no_calls_expected(make_row):
-    sample = extract_sample([make_row("root", output="x")], item={"expectedOutput": {"answer": "hi", "tool_calls": []}})
+    sample = extract_sample(
+        [make_row("root", output="x")], item={"expectedOutput": {"answer": "hi", "tool_calls": []}}
+    )
     assert sample.reference_tool_calls == []
 
 
@@ -125,7 +131,9 @@ def test_configured_paths(make_row):
         reference_tool_calls="$.expectedOutput.steps",  # type: ignore[arg-type]
     )
     rows = [make_row("root", output="x", metadata={"goal": "refund issued", "topics": ["orders"]})]
-    item = {"expectedOutput": {"final": {"text": "Refunded."}, "steps": [{"name": "refund", "args": {"id": 7}}]}}
+    item = {
+        "expectedOutput": {"final": {"text": "Refunded."}, "steps": [{"name": "refund", "args": {"id": 7}}]}
+    }
     sample = extract_sample(rows, item=item, references=references)
     assert sample.expected == "Refunded."
     assert sample.reference == "refund issued"  # from the trace: the item's metadata has no goal
@@ -136,15 +144,21 @@ def test_configured_paths(make_row):
 
 def test_turned_off_field_is_absent(make_row):
     references = ReferenceSettings(expected=[])
-    sample = extract_sample([make_row("root", output="x")], item={"expectedOutput": "Paris"}, references=references)
+    sample = extract_sample(
+        [make_row("root", output="x")], item={"expectedOutput": "Paris"}, references=references
+    )
     assert sample.expected is None
 
 
 def test_configured_path_of_the_wrong_kind_is_noted(make_row):
     references = ReferenceSettings(expected="$.expectedOutput")  # type: ignore[arg-type]
-    sample = extract_sample([make_row("root", output="x")], item={"expectedOutput": {"a": 1}}, references=references)
+    sample = extract_sample(
+        [make_row("root", output="x")], item={"expectedOutput": {"a": 1}}, references=references
+    )
     assert sample.expected is None
-    assert any("references.expected: $.expectedOutput is an object, not text" in note for note in sample.notes)
+    assert any(
+        "references.expected: $.expectedOutput is an object, not text" in note for note in sample.notes
+    )
 
 
 def test_unreadable_reference_call_leaves_all_reference_calls_absent(make_row):

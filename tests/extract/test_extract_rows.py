@@ -39,7 +39,9 @@ def test_row_without_updated_at_loses_to_one_with_it(make_row):
 
 def test_repeated_rows_do_not_double_calls(make_row):
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-    generation = make_row("g", "GENERATION", parent="root", input="go", output={"role": "assistant", "tool_calls": [call]})
+    generation = make_row(
+        "g", "GENERATION", parent="root", input="go", output={"role": "assistant", "tool_calls": [call]}
+    )
     tool = make_row("t", "TOOL", "f", parent="root", input={}, output="ok")
     rows = [make_row("root", output="done"), generation, dict(generation), tool, dict(tool)]
     sample = extract_sample(rows)

@@ -24,7 +24,7 @@ def read_arguments(value: Any, *, tool: str, notes: Notes) -> dict[str, Any]:
     if value is None:
         return {}
     if isinstance(value, dict):
-        return value
+        return string_keys(value)
     if isinstance(value, str):
         text = value.strip()
         if not text:
@@ -33,7 +33,7 @@ def read_arguments(value: Any, *, tool: str, notes: Notes) -> dict[str, Any]:
             parsed = json.loads(text)
         except (ValueError, RecursionError):
             parsed = _python_literal(text)
-            if isinstance(parsed, dict):
+            if isinstance(parsed, dict) and all(isinstance(key, str) for key in parsed):
                 return parsed
             notes.add(f"arguments of tool '{tool}' are not valid JSON ({short(text)}); kept under '_raw'")
             return {RAW_ARGUMENTS_KEY: value}
@@ -45,6 +45,13 @@ def read_arguments(value: Any, *, tool: str, notes: Notes) -> dict[str, Any]:
         return {RAW_ARGUMENTS_KEY: value}
     notes.add(f"arguments of tool '{tool}' are not an object ({short(value)}); kept under '_raw'")
     return {RAW_ARGUMENTS_KEY: value}
+
+
+def string_keys(value: dict[Any, Any]) -> dict[str, Any]:
+    """Argument names are strings (JSON objects always are; Python callers may pass others)."""
+    if all(isinstance(key, str) for key in value):
+        return value
+    return {str(key): item for key, item in value.items()}
 
 
 def _python_literal(text: str) -> Any:

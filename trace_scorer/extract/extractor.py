@@ -212,7 +212,7 @@ class _Extraction:
         answer-like key (``{"output": ...}`` of an AgentExecutor), else the value as JSON text."""
         if isinstance(value, str):
             return value
-        if isinstance(value, Mapping | list):
+        if isinstance(value, dict | list):
             quiet = MessageReader(Notes())  # the root was read once already; do not note twice
             found = quiet.read(value, "output", where)
             if found is not None:

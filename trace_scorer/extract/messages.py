@@ -58,6 +58,10 @@ IGNORED_BLOCKS = frozenset(
     }
 )
 _MAX_DEPTH = 6
+#: Message keys that may hold calls (besides content blocks).
+_CALL_KEYS = frozenset(
+    {"tool_calls", "toolCalls", "additional_kwargs", "invalid_tool_calls", "function_call"}
+)
 
 
 class MessageReader:
@@ -77,7 +81,7 @@ class MessageReader:
             return None
         if isinstance(value, list):
             return self._read_list(value, side, where, depth)
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             return self._read_container(value, side, where, depth)
         return None
 
@@ -86,7 +90,7 @@ class MessageReader:
         unread = 0
         for item in items:
             found: list[Msg] | None
-            if isinstance(item, Mapping):
+            if isinstance(item, dict):
                 found = self.read_message(item, side, where)
             elif isinstance(item, list) and _is_role_pair(item):
                 found = self.read_message({"role": item[0], "content": item[1]}, side, where)
@@ -166,6 +170,8 @@ class MessageReader:
         return out
 
     def _calls(self, message: Mapping[str, Any], content: Content, where: str) -> list[Call]:
+        if _CALL_KEYS.isdisjoint(message):  # most messages: no calls outside the content blocks
+            return content.calls
         notes = self.notes
         legacy = openai.legacy_function_call(message, notes, where)
         return _merge_sources(
@@ -190,7 +196,7 @@ class MessageReader:
         for block in value:
             if isinstance(block, str):
                 content.texts.append(block)
-            elif isinstance(block, Mapping):
+            elif isinstance(block, dict):
                 self._read_block(block, content, where)
 
     def _read_block(self, block: Mapping[str, Any], content: Content, where: str) -> None:

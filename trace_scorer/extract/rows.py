@@ -125,6 +125,8 @@ def to_observation(row: Mapping[str, Any], seq: int, notes: Notes) -> Observatio
     elif not isinstance(metadata, dict):
         notes.add(f"observation {ident}: metadata is not an object; kept under '_raw'")
         metadata = {"_raw": metadata}
+    elif not all(isinstance(key, str) for key in metadata):
+        metadata = {str(key): value for key, value in metadata.items()}
     kind = row.get("type")
     start = parse_time(row.get("startTime"))
     if start is None and row.get("startTime") is not None:

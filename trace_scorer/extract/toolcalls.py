@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from trace_scorer.extract.arguments import read_arguments
@@ -25,11 +24,11 @@ _ID_KEYS = ("call_id", "toolCallId", "tool_call_id", "id")
 
 def read_tool_call(value: Any, notes: Notes, *, where: str) -> Call | None:
     """A :class:`Call`, or None (with a note) when the value names no tool."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         notes.add(f"{where}: a tool call is not an object ({short(value)}); skipped")
         return None
     function = value.get("function")
-    if isinstance(function, Mapping):
+    if isinstance(function, dict):
         name = function.get("name")
         raw_arguments = function.get("arguments")
     else:

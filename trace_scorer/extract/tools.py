@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trace_scorer.extract.arguments import read_arguments
+from trace_scorer.extract.arguments import read_arguments, string_keys
 from trace_scorer.extract.formats import langchain, otel
 from trace_scorer.extract.model import RAW_ARGUMENTS_KEY, Call, Notes
 from trace_scorer.extract.rows import Observation
@@ -41,19 +41,15 @@ def read_tool_observation(observation: Observation, notes: Notes) -> Call | None
 
 
 def _arguments(value: Any, tool: str, notes: Notes) -> dict[str, Any]:
-    if isinstance(value, Mapping) and value and value.keys() <= _DECORATOR_KEYS:
+    if isinstance(value, dict) and value and value.keys() <= _DECORATOR_KEYS:
         positional = value.get("args")
         keywords = value.get("kwargs")
-        if isinstance(keywords, Mapping) or keywords is None:
-            arguments = dict(keywords or {})
+        if isinstance(keywords, dict) or keywords is None:
+            arguments = string_keys(dict(keywords or {}))
             if positional:
                 notes.add(f"tool '{tool}' was called with positional arguments; kept under '_raw'")
                 arguments[RAW_ARGUMENTS_KEY] = positional
             return arguments
-    if isinstance(value, str):
-        return read_arguments(value, tool=tool, notes=notes)
-    if isinstance(value, Mapping):
-        return dict(value)
     return read_arguments(value, tool=tool, notes=notes)
 
 

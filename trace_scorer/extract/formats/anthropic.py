@@ -31,7 +31,7 @@ def tool_result(block: Mapping[str, Any], content: Content, notes: Notes, where:
 def block_text(value: Any) -> Any:
     """A tool result's content: a string as is, a list of text blocks joined, anything else as is."""
     if isinstance(value, list):
-        texts = [b.get("text") for b in value if isinstance(b, Mapping)]
+        texts = [b.get("text") for b in value if isinstance(b, dict)]
         strings = [t for t in texts if isinstance(t, str)]
         if strings:
             return "\n".join(strings)

@@ -46,7 +46,7 @@ def unwrap(message: Mapping[str, Any]) -> Mapping[str, Any]:
     if message.get("lc") == 1 and message.get("type") == "constructor":
         kwargs = message.get("kwargs")
         ident = message.get("id")
-        if isinstance(kwargs, Mapping) and isinstance(ident, list) and ident:
+        if isinstance(kwargs, dict) and isinstance(ident, list) and ident:
             class_name = str(ident[-1]).removesuffix("Chunk")
             role = _CLASS_ROLES.get(class_name)
             if role is None:
@@ -68,14 +68,14 @@ def is_tool_definition(message: Mapping[str, Any]) -> bool:
             content = json.loads(content)
         except (ValueError, RecursionError):
             return False
-        return isinstance(content, Mapping) and "function" in content
-    return isinstance(content, Mapping)
+        return isinstance(content, dict) and "function" in content
+    return isinstance(content, dict)
 
 
 def additional_kwargs_calls(message: Mapping[str, Any], notes: Notes, where: str) -> list[Call]:
     """The provider's raw calls kept in ``additional_kwargs`` (``tool_calls`` or ``function_call``)."""
     extra = message.get("additional_kwargs")
-    if not isinstance(extra, Mapping):
+    if not isinstance(extra, dict):
         return []
     calls: list[Call] = []
     raw = extra.get("tool_calls")
@@ -107,7 +107,7 @@ def invalid_calls(message: Mapping[str, Any], notes: Notes, where: str) -> list[
 
 def tool_message_output(output: Any) -> tuple[Any, str | None] | None:
     """A serialized ``ToolMessage`` (a TOOL observation's output) → (content, tool_call_id)."""
-    if isinstance(output, Mapping) and output.get("type") == "tool" and "content" in output:
+    if isinstance(output, dict) and output.get("type") == "tool" and "content" in output:
         call_id = output.get("tool_call_id")
         return output.get("content"), call_id if isinstance(call_id, str) and call_id else None
     return None

@@ -60,7 +60,7 @@ def legacy_function_call(message: Mapping[str, Any], notes: Notes, where: str) -
 def first_choice_message(response: Mapping[str, Any]) -> Any:
     """A raw Chat Completions response: the message of its first choice."""
     choices = response.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         return choices[0].get("message")
     return None
 

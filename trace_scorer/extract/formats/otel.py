@@ -43,7 +43,7 @@ def call_id_from_metadata(metadata: Mapping[str, Any]) -> str | None:
                 attributes = json.loads(attributes)
             except (ValueError, RecursionError):
                 attributes = None
-        if isinstance(attributes, Mapping):
+        if isinstance(attributes, dict):
             value = attributes.get(CALL_ID_ATTRIBUTE)
     return value if isinstance(value, str) and value else None
 
