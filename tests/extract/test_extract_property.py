@@ -39,6 +39,7 @@ WORDS = [
     "web_search_call", "mcp_call", "output_text", "image_url", "c1", "c2", "f", "{", '{"a": 1}', "",
 ]  # fmt: skip
 IDS = ["a", "b", "c", "d"]
+TYPES = ["GENERATION", "TOOL", "SPAN", "AGENT", "generation", "tool"]
 TIMES = ["2026-03-01T10:00:00Z", "2026-03-01T10:00:01.5+02:00", "2026-03-01 10:00:02", "yesterday", ""]
 
 scalars = (
@@ -93,7 +94,7 @@ rows = st.lists(
             "id": st.sampled_from(IDS) | json_values,
             "traceId": st.sampled_from(["t1", "t2"]) | json_values,
             "parentObservationId": st.none() | st.sampled_from(IDS),
-            "type": st.sampled_from(["GENERATION", "TOOL", "SPAN", "AGENT", "generation", "tool"]) | json_values,
+            "type": st.sampled_from(TYPES) | json_values,
             "name": st.sampled_from(["f", "OpenAI-generation", ""]) | json_values,
             "startTime": st.sampled_from(TIMES) | json_values,
             "endTime": st.none() | st.sampled_from(TIMES),
