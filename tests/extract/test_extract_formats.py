@@ -288,3 +288,71 @@ def test_unknown_payload_is_noted_not_guessed(make_row):
     sample = extract_sample(rows)
     assert sample.response == "ok"
     assert any("not in a message format we know" in note for note in sample.notes)
+
+
+def test_rows_without_io_fields_leave_calls_unknown(fixture_rows):
+    """Fetched with fields=core,basic only: the generations cannot show calls, so none are claimed."""
+    rows = [
+        {k: v for k, v in row.items() if k not in ("input", "output")}
+        for row in fixture_rows("anthropic")  # no TOOL observations in this trace
+    ]
+    sample = extract_sample(rows)
+    assert sample.tool_calls is None
+    assert sample.response is None  # the answer was not fetched: unknown, not ""
+    assert any("tool calls made are unknown" in note for note in sample.notes)
+    assert any("request the 'io' field group" in note for note in sample.notes)
+
+
+def test_agent_stopped_after_a_tool_result_has_no_answer(make_row):
+    state = {
+        "messages": [
+            {"type": "human", "content": "cancel my order"},
+            {
+                "type": "ai",
+                "content": "Let me check.",
+                "tool_calls": [{"name": "cancel", "args": {}, "id": "c1"}],
+            },
+            {"type": "tool", "content": "error: not found", "tool_call_id": "c1"},
+        ]
+    }
+    sample = extract_sample([make_row("root", "CHAIN", output=state)])
+    assert sample.response == ""
+
+
+def test_message_call_without_id_pairs_with_tool_run_that_has_one(make_row):
+    output = [
+        {"role": "assistant", "parts": [{"type": "tool_call", "name": "lookup", "arguments": {"q": 1}}]}
+    ]
+    rows = [
+        make_row("root", output="x"),
+        make_row("g", "GENERATION", parent="root", input="go", output=output),
+        make_row(
+            "t",
+            "TOOL",
+            "lookup",
+            parent="root",
+            input={"q": 1},
+            output="hit",
+            metadata={"tool_call_id": "c9"},
+        ),
+    ]
+    sample = extract_sample(rows)
+    assert sample.tool_calls is not None
+    assert [(c.name, c.id, c.result) for c in sample.tool_calls] == [("lookup", "c9", "hit")]
+
+
+def test_failed_tool_run_gets_its_error_as_result(make_row):
+    rows = [
+        make_row("root", output="x"),
+        make_row(
+            "t",
+            "TOOL",
+            "charge",
+            parent="root",
+            input={"amount": 5},
+            level="ERROR",
+            statusMessage="card declined",
+        ),
+    ]
+    sample = extract_sample(rows)
+    assert sample.tool_calls is not None and sample.tool_calls[0].result == "card declined"

@@ -136,11 +136,15 @@ class _Extraction:
         sources = 0
         for index, observation in enumerate(ordered):
             if observation.type == "GENERATION":
-                incoming = self._messages(observation, "input", index - 0.5)
-                incoming += self._messages(observation, "output", index + 0.5)
-                if incoming or observation.input is not None or observation.output is not None:
+                # A generation tells the calls made only when its payload could be read: without
+                # the io fields, or in an unknown format, "no calls" would be a guess.
+                asked = self._messages(observation, "input", index - 0.5)
+                answered = self._messages(observation, "output", index + 0.5)
+                if (asked is not None and observation.input is not None) or (
+                    answered is not None and observation.output is not None
+                ):
                     sources += 1
-                conversation.extend(incoming)
+                conversation.extend((asked or []) + (answered or []))
             elif observation.type == "TOOL":
                 call = read_tool_observation(observation, self.notes)
                 sources += 1
@@ -149,14 +153,14 @@ class _Extraction:
                     tool_calls.append(call)
         return conversation, tool_calls, sources
 
-    def _messages(self, observation: Observation, side: str, order: float) -> list[Msg]:
+    def _messages(self, observation: Observation, side: str, order: float) -> list[Msg] | None:
         value = observation.input if side == "input" else observation.output
         found = self.reader.read(value, "input" if side == "input" else "output", observation.label())
         if found is None:
             self.notes.add(
                 f"{observation.label()}: {side} is not in a message format we know ({short(value)})"
             )
-            return []
+            return None
         for message in found:
             message.order = order
         return found
@@ -197,6 +201,10 @@ class _Extraction:
             return last
         if not has_rows:
             return None
+        if root is not None and "output" not in root.row:
+            # Field groups not requested are absent, not null: the answer was not fetched.
+            self.notes.add("the rows have no input/output (request the 'io' field group): response unknown")
+            return None
         if root is not None and root.ended_known and root.end is None:
             self.notes.add("the trace is not finished (the root has no endTime): no response yet")
             return None
@@ -208,15 +216,19 @@ class _Extraction:
         return ""
 
     def _answer(self, value: Any, where: str) -> str:
-        """The final answer in a root/item output: the text, the last assistant message's text, an
-        answer-like key (``{"output": ...}`` of an AgentExecutor), else the value as JSON text."""
+        """The final answer in a root/item output: the text; for messages, the last one's text when
+        the model spoke last; an answer-like key (``{"output": ...}`` of an AgentExecutor); else the
+        value as JSON text."""
         if isinstance(value, str):
             return value
         if isinstance(value, dict | list):
             quiet = MessageReader(Notes())  # the root was read once already; do not note twice
             found = quiet.read(value, "output", where)
             if found is not None:
-                return _last_assistant_text(found)
+                # The last message is the answer when the model spoke last; after a tool result or
+                # a user turn there is none (an agent stopped mid-way).
+                last = found[-1] if found else None
+                return last.content if last is not None and last.role == "assistant" else ""
         if isinstance(value, Mapping):
             for key in _ANSWER_KEYS:
                 if isinstance(value.get(key), str):
