@@ -69,6 +69,10 @@ class MessageReader:
 
     def __init__(self, notes: Notes) -> None:
         self.notes = notes
+        #: The last message list read on each side, raw and read: every generation repeats the
+        #: previous one's history, so an item equal to the one at the same place is not read again
+        #: (comparing dicts is far cheaper than reading them; long agents were quadratic in reading).
+        self._previous: dict[str, list[tuple[dict[str, Any], list[Msg]]]] = {}
 
     def read(self, value: Any, side: Side, where: str, depth: int = 0) -> list[Msg] | None:
         """The messages in ``value``; None when it is not in any message shape we know."""
@@ -88,10 +92,17 @@ class MessageReader:
     def _read_list(self, items: list[Any], side: Side, where: str, depth: int) -> list[Msg] | None:
         messages: list[Msg] = []
         unread = 0
-        for item in items:
+        previous = self._previous.get(side, [])
+        current: list[tuple[dict[str, Any], list[Msg]]] = []
+        for index, item in enumerate(items):
             found: list[Msg] | None
             if isinstance(item, dict):
-                found = self.read_message(item, side, where)
+                if index < len(previous) and previous[index][0] == item:
+                    found = [_copy(message) for message in previous[index][1]]
+                else:
+                    found = self.read_message(item, side, where)
+                if found is not None:
+                    current.append((item, [_copy(message) for message in found]))
             elif isinstance(item, list) and _is_role_pair(item):
                 found = self.read_message({"role": item[0], "content": item[1]}, side, where)
             elif isinstance(item, list | str):
@@ -102,6 +113,8 @@ class MessageReader:
                 unread += 1
             else:
                 messages.extend(found)
+        if len(current) == len(items):
+            self._previous[side] = current
         if unread == len(items) and items:
             return None
         if unread:
@@ -217,6 +230,23 @@ class MessageReader:
             text = block.get("content")
         if isinstance(text, str):
             content.texts.append(text)
+
+
+def _copy(message: Msg) -> Msg:
+    """A fresh message: calls get their order, id and result set later, per occurrence."""
+    calls = [
+        Call(name=c.name, arguments=c.arguments, id=c.id, result=c.result, order=c.order, _key=c._key)
+        for c in message.calls
+    ]
+    return Msg(
+        role=message.role,
+        content=message.content,
+        calls=calls,
+        tool_call_id=message.tool_call_id,
+        result=message.result,
+        order=message.order,
+        _key=message._key,
+    )
 
 
 def _is_role_pair(item: list[Any]) -> bool:
