@@ -21,7 +21,7 @@ from trace_scorer.extract.model import Notes
 from trace_scorer.sample import Sample
 
 settings.register_profile(
-    "extract-ci", max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "extract-ci", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("extract-dev", max_examples=150, deadline=None)
 PROFILE = settings.get_profile("extract-ci" if os.environ.get("CI") else "extract-dev")
