@@ -356,3 +356,40 @@ def test_failed_tool_run_gets_its_error_as_result(make_row):
     ]
     sample = extract_sample(rows)
     assert sample.tool_calls is not None and sample.tool_calls[0].result == "card declined"
+
+
+def test_gemini_function_call_parts_are_not_missed(make_row):
+    rows = [
+        make_row("root", "AGENT"),  # no output: the answer is the last assistant message
+        make_row(
+            "g",
+            "GENERATION",
+            parent="root",
+            input=[{"role": "user", "parts": [{"text": "Weather in Rome?"}]}],
+            output={
+                "role": "model",
+                "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Rome"}}}],
+            },
+        ),
+        make_row(
+            "g2",
+            "GENERATION",
+            parent="root",
+            input=[
+                {"role": "user", "parts": [{"text": "Weather in Rome?"}]},
+                {
+                    "role": "model",
+                    "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Rome"}}}],
+                },
+                {
+                    "role": "user",
+                    "parts": [{"functionResponse": {"name": "get_weather", "response": {"temp": 21}}}],
+                },
+            ],
+            output={"role": "model", "parts": [{"text": "21°C in Rome."}]},
+        ),
+    ]
+    sample = extract_sample(rows)
+    assert calls_of(sample) == [("get_weather", {"city": "Rome"}, None)]
+    assert roles_of(sample) == ["user", "assistant", "tool", "assistant"]
+    assert sample.response == "21°C in Rome."

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from trace_scorer.extract.formats import aisdk, anthropic, langchain, openai, otel
+from trace_scorer.extract.formats import aisdk, anthropic, gemini, langchain, openai, otel
 from trace_scorer.extract.model import Call, Content, Msg, Notes, Role, short
 from trace_scorer.extract.toolcalls import read_tool_calls
 from trace_scorer.sample import content_text
@@ -57,6 +57,8 @@ IGNORED_BLOCKS = frozenset(
         "media",
     }
 )
+#: Untyped media parts (Gemini ``inlineData``/``fileData``): skipped without a note.
+_MEDIA_KEYS = frozenset({"inlineData", "inline_data", "fileData", "file_data", "thought", "executableCode"})
 _MAX_DEPTH = 6
 #: Message keys that may hold calls (besides content blocks).
 _CALL_KEYS = frozenset(
@@ -176,7 +178,8 @@ class MessageReader:
         if role == "tool":
             if text or not content.results:
                 raw_content = message.get("content")
-                result = raw_content if not content.results else text
+                # The result as given when it is a string or an object; text for a list of blocks.
+                result = raw_content if isinstance(raw_content, str | dict) and not content.results else text
                 out.append(Msg(role="tool", content=text, tool_call_id=tool_call_id, result=result))
         elif text or calls or not content.results:
             out.append(Msg(role=role, content=text, calls=calls))
@@ -225,11 +228,18 @@ class MessageReader:
             if key is None:
                 self.notes.add(f"{where}: content block of type {short(kind)} not read")
                 return
+        else:
+            for part_key, part_handler in gemini.KEYED_PARTS.items():
+                if part_key in block:
+                    part_handler(block, content, self.notes, where)
+                    return
         text = block.get(key) if isinstance(kind, str) and key is not None else block.get("text")
         if not isinstance(text, str):
             text = block.get("content")
         if isinstance(text, str):
             content.texts.append(text)
+        elif kind is None and not _MEDIA_KEYS.intersection(block):
+            self.notes.add(f"{where}: a content block without type or text not read ({short(block)})")
 
 
 def _copy(message: Msg) -> Msg:
