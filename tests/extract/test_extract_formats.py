@@ -393,3 +393,12 @@ def test_gemini_function_call_parts_are_not_missed(make_row):
     assert calls_of(sample) == [("get_weather", {"city": "Rome"}, None)]
     assert roles_of(sample) == ["user", "assistant", "tool", "assistant"]
     assert sample.response == "21°C in Rome."
+
+
+def test_execute_tool_span_name_gives_the_tool_name(make_row):
+    rows = [
+        make_row("root", output="x"),
+        make_row("t", "TOOL", "execute_tool get_forecast", parent="root", input="{}"),
+    ]
+    sample = extract_sample(rows)
+    assert sample.tool_calls is not None and sample.tool_calls[0].name == "get_forecast"

@@ -19,11 +19,14 @@ from trace_scorer.extract.model import RAW_ARGUMENTS_KEY, Call, Notes
 from trace_scorer.extract.rows import Observation
 
 _DECORATOR_KEYS = frozenset({"args", "kwargs"})
+_OTEL_SPAN_PREFIX = "execute_tool "
 
 
 def read_tool_observation(observation: Observation, notes: Notes) -> Call | None:
     """The call a TOOL observation records, or None (noted) when it has no name."""
     name = observation.name
+    if name and name.startswith(_OTEL_SPAN_PREFIX):  # the semconv span name, when the tool
+        name = name[len(_OTEL_SPAN_PREFIX) :].strip() or name  # name attribute was not kept
     if not name:
         notes.add(f"{observation.label()}: a TOOL observation without a name; not counted as a call")
         return None
