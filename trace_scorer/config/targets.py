@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from trace_scorer.config.common import Duration, ScoreName, StrictModel
+from trace_scorer.config.references import ReferenceSettings
 
 
 class MetricEntry(StrictModel):
@@ -93,6 +94,8 @@ class TargetSettings(StrictModel):
     group_by: str | None = None
     metrics: list[MetricEntry] = Field(default_factory=list)
     kpis: list[KpiEntry] = Field(default_factory=list)
+    #: Where expected answers, goals, reference calls and topics are read from (JSON paths).
+    references: ReferenceSettings = Field(default_factory=ReferenceSettings)
 
     @model_validator(mode="after")
     def _needs_metrics(self) -> TargetSettings:

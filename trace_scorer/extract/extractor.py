@@ -1,0 +1,302 @@
+"""One trace's observation rows (+ its dataset/experiment item) → one :class:`Sample`.
+
+Never raises on data: whatever could not be read is a short sentence in ``Sample.notes`` (shown by
+``score``, logged by the worker), and the fields it would have filled stay absent (``None``), so the
+metrics that need them are skipped with a reason rather than scored on a guess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trace_scorer.config.references import ReferenceSettings
+from trace_scorer.extract.calls import merge_calls, message_calls
+from trace_scorer.extract.conversation import Conversation
+from trace_scorer.extract.messages import MessageReader
+from trace_scorer.extract.model import Call, Msg, Notes, short
+from trace_scorer.extract.references import describe_unused, read_references
+from trace_scorer.extract.rows import (
+    Observation,
+    dedupe_rows,
+    find_root,
+    parse_time,
+    to_observation,
+    trace_order,
+)
+from trace_scorer.extract.tools import read_tool_observation
+from trace_scorer.sample import Message, Sample, ToolCall, content_text
+
+_DEFAULT_REFERENCES = ReferenceSettings()
+#: Keys of a root output object that hold the answer (LangChain AgentExecutor: ``output``).
+_ANSWER_KEYS = ("output", "answer", "response", "result", "final_answer", "text", "content")
+
+
+def extract_sample(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    item: Mapping[str, Any] | None = None,
+    references: ReferenceSettings | None = None,
+    trace_id: str | None = None,
+) -> Sample:
+    """The Sample of one trace: ``rows`` as ``GET /api/public/v2/observations`` returns them,
+    ``item`` the experiment/dataset item (``expectedOutput``, ``metadata``, ``experimentItemId``...)."""
+    notes = Notes()
+    try:
+        return _Extraction(notes, references or _DEFAULT_REFERENCES).run(rows, item, trace_id)
+    except Exception as exc:  # the contract is "never raises on data"; a bug must not stop a run
+        notes.add(f"extraction failed ({type(exc).__name__}: {short(str(exc), 100)}); sample left empty")
+        fallback = trace_id if isinstance(trace_id, str) else None
+        return Sample(id=fallback or "", trace_id=fallback, notes=notes.as_list())
+
+
+class _Extraction:
+    def __init__(self, notes: Notes, references: ReferenceSettings) -> None:
+        self.notes = notes
+        self.references = references
+        self.reader = MessageReader(notes)
+
+    def run(self, rows: Iterable[Any], item: Mapping[str, Any] | None, trace_id: str | None) -> Sample:
+        notes = self.notes
+        if item is not None and not isinstance(item, Mapping):
+            notes.add(f"the experiment item is not an object ({short(item)}); ignored")
+            item = None
+        kept = dedupe_rows(rows if rows is not None else (), notes)
+        chosen = trace_id if isinstance(trace_id, str) and trace_id else self._trace_id(kept, item)
+        kept = self._only_trace(kept, chosen)
+        observations = [to_observation(row, seq, notes) for seq, row in enumerate(kept)]
+        ordered = trace_order(observations, notes)
+        root = find_root(ordered)
+
+        conversation, tool_calls, sources = self._walk(ordered)
+        if not conversation.messages and root is not None:
+            sources += self._root_conversation(root, conversation, len(ordered))
+        calls = merge_calls(message_calls(conversation.messages), tool_calls)
+        if not ordered:
+            notes.add("no observation rows for this trace" + ("; read from the item only" if item else ""))
+        elif not sources:
+            notes.add("no GENERATION or TOOL observation could be read: the tool calls made are unknown")
+
+        response = self._response(root, item, conversation.messages, bool(ordered))
+        document = self._reference_document(item, root, chosen)
+        found, used = read_references(document, self.references, notes)
+        if item is not None:
+            describe_unused(document.get("expectedOutput"), used, notes)
+
+        start = root.start if root is not None else None
+        if start is None and ordered:
+            start = min((o.start for o in ordered if o.start is not None), default=None)
+        if start is None and item is not None:
+            start = parse_time(item.get("startTime"))
+        environment = root.environment if root is not None else None
+        if environment is None and item is not None and isinstance(item.get("environment"), str):
+            environment = item["environment"]
+        ident = chosen or (root.id if root is not None else "")
+        return Sample(
+            id=ident,
+            messages=[_message(m) for m in conversation.messages] if conversation.messages else None,
+            response=response,
+            tool_calls=[_tool_call(c) for c in calls] if sources else None,
+            item_id=_item_id(item),
+            run_id=_first_text(item, "experimentId", "datasetRunId"),
+            trace_id=chosen,
+            observation_id=root.id if root is not None else None,
+            start_time=start,
+            environment=environment,
+            metadata=dict(root.metadata) if root is not None else {},
+            notes=notes.as_list(),
+            **found,
+        )
+
+    def _trace_id(self, rows: list[Mapping[str, Any]], item: Mapping[str, Any] | None) -> str | None:
+        counts = Counter(t for row in rows if isinstance(t := row.get("traceId"), str) and t)
+        if counts:
+            return counts.most_common(1)[0][0]
+        if item is not None and isinstance(item.get("traceId"), str) and item["traceId"]:
+            return str(item["traceId"])
+        if rows:
+            self.notes.add("the rows have no traceId; read as one trace named by its root observation")
+        return None
+
+    def _only_trace(self, rows: list[Mapping[str, Any]], chosen: str | None) -> list[Mapping[str, Any]]:
+        if chosen is None:
+            return rows
+        mine = [row for row in rows if row.get("traceId") in (chosen, None)]
+        if len(mine) < len(rows):
+            self.notes.add(f"{len(rows) - len(mine)} row(s) belong to other traces; left out")
+        return mine
+
+    def _walk(self, ordered: list[Observation]) -> tuple[Conversation, list[Call], int]:
+        """Generations → the conversation; TOOL observations → calls. Returns how many were read."""
+        conversation = Conversation()
+        tool_calls: list[Call] = []
+        sources = 0
+        for index, observation in enumerate(ordered):
+            if observation.type == "GENERATION":
+                # A generation tells the calls made only when its payload could be read: without
+                # the io fields, or in an unknown format, "no calls" would be a guess.
+                asked = self._messages(observation, "input", index - 0.5)
+                answered = self._messages(observation, "output", index + 0.5)
+                if (asked is not None and observation.input is not None) or (
+                    answered is not None and observation.output is not None
+                ):
+                    sources += 1
+                conversation.extend((asked or []) + (answered or []))
+            elif observation.type == "TOOL":
+                call = read_tool_observation(observation, self.notes)
+                sources += 1
+                if call is not None:
+                    call.order = index
+                    tool_calls.append(call)
+        return conversation, tool_calls, sources
+
+    def _messages(self, observation: Observation, side: str, order: float) -> list[Msg] | None:
+        value = observation.input if side == "input" else observation.output
+        found = self.reader.read(value, "input" if side == "input" else "output", observation.label())
+        if found is None:
+            self.notes.add(
+                f"{observation.label()}: {side} is not in a message format we know ({short(value)})"
+            )
+            return None
+        for message in found:
+            message.order = order
+        return found
+
+    def _root_conversation(self, root: Observation, conversation: Conversation, end: int) -> int:
+        """No generation gave messages: the root's input and output are the conversation. Messages
+        when they are messages (a LangGraph state, which also tells the calls made); otherwise the
+        input as the user's turn and the output as the answer, as text. Returns 1 when the calls
+        made can be known from them (structured messages), else 0."""
+        known = 0
+        for side, value, order in (("input", root.input, -0.5), ("output", root.output, end + 0.5)):
+            if value is None:
+                continue
+            found = MessageReader(Notes()).read(value, "input" if side == "input" else "output", "")
+            if found and not isinstance(value, str):
+                known = 1
+            elif not found:
+                text = self._answer(value, root.label()) if side == "output" else content_text(value)
+                found = [Msg(role="user" if side == "input" else "assistant", content=text)] if text else []
+            for message in found:
+                message.order = order
+            conversation.extend(found)
+        return known
+
+    def _response(
+        self,
+        root: Observation | None,
+        item: Mapping[str, Any] | None,
+        conversation: list[Msg],
+        has_rows: bool,
+    ) -> str | None:
+        if root is not None and root.output is not None:
+            return self._answer(root.output, root.label())
+        if item is not None and item.get("output") is not None:
+            return self._answer(item["output"], "the item's output")
+        last = _last_assistant_text(conversation)
+        if last:
+            return last
+        if not has_rows:
+            return None
+        if root is not None and "output" not in root.row:
+            # Field groups not requested are absent, not null: the answer was not fetched.
+            self.notes.add("the rows have no input/output (request the 'io' field group): response unknown")
+            return None
+        if root is not None and root.ended_known and root.end is None:
+            self.notes.add("the trace is not finished (the root has no endTime): no response yet")
+            return None
+        if root is not None and root.level == "ERROR":
+            reason = f": {short(root.status_message, 100)}" if root.status_message else ""
+            self.notes.add(f"the root observation ended with an error{reason}; no final answer")
+        else:
+            self.notes.add("no final answer: the root has no output and no assistant message has text")
+        return ""
+
+    def _answer(self, value: Any, where: str) -> str:
+        """The final answer in a root/item output: the text; for messages, the last one's text when
+        the model spoke last; an answer-like key (``{"output": ...}`` of an AgentExecutor); else the
+        value as JSON text."""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict | list):
+            quiet = MessageReader(Notes())  # the root was read once already; do not note twice
+            found = quiet.read(value, "output", where)
+            if found is not None:
+                # The last message is the answer when the model spoke last; after a tool result or
+                # a user turn there is none (an agent stopped mid-way).
+                last = found[-1] if found else None
+                return last.content if last is not None and last.role == "assistant" else ""
+        if isinstance(value, Mapping):
+            for key in _ANSWER_KEYS:
+                if isinstance(value.get(key), str):
+                    return str(value[key])
+        return content_text(value)
+
+    def _reference_document(
+        self, item: Mapping[str, Any] | None, root: Observation | None, trace_id: str | None
+    ) -> dict[str, Any]:
+        document: dict[str, Any] = dict(item) if item is not None else {}
+        expected = document.get("expectedOutput")
+        if isinstance(expected, str) and expected[:1] in ("{", "[", '"'):
+            with contextlib.suppress(ValueError, RecursionError):
+                document["expectedOutput"] = json.loads(expected)
+        trace: dict[str, Any] = {"id": trace_id}
+        if root is not None:
+            row = root.row
+            trace.update(
+                name=row.get("traceName", root.name),
+                metadata=root.metadata,
+                input=root.input,
+                output=root.output,
+                tags=row.get("tags"),
+                userId=row.get("userId"),
+                sessionId=row.get("sessionId"),
+                environment=root.environment,
+                release=row.get("release"),
+            )
+        document["trace"] = trace
+        return document
+
+
+def _last_assistant_text(messages: list[Msg]) -> str:
+    for message in reversed(messages):
+        if message.role == "assistant" and message.content:
+            return message.content
+    return ""
+
+
+def _first_text(item: Mapping[str, Any] | None, *keys: str) -> str | None:
+    if item is None:
+        return None
+    for key in keys:
+        value = item.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def _item_id(item: Mapping[str, Any] | None) -> str | None:
+    """``experimentItemId`` / ``datasetItemId``; a DatasetItem (has ``datasetId``, no traceId) by ``id``.
+    An experiment item's own ``id`` is its root span, not the question, so it is never used."""
+    found = _first_text(item, "experimentItemId", "datasetItemId")
+    if found is None and item is not None and "datasetId" in item and "traceId" not in item:
+        found = _first_text(item, "id")
+    return found
+
+
+def _tool_call(call: Call) -> ToolCall:
+    return ToolCall(name=call.name, arguments=call.arguments, id=call.id, result=call.result)
+
+
+def _message(message: Msg) -> Message:
+    return Message(
+        role=message.role,
+        content=message.content,
+        tool_calls=[_tool_call(c) for c in message.calls],
+        tool_call_id=message.tool_call_id,
+    )

@@ -1,0 +1,1 @@
+"""One module per format family: how each provider or framework writes messages and tool calls."""

@@ -1,0 +1,63 @@
+"""TOOL observations → calls: name = the observation's name, input = arguments, output = result.
+
+This is how LangChain tool runs, OTel ``execute_tool`` spans and ``@observe(as_type="tool")`` functions
+appear. Inputs come as an argument object, as a JSON string, as ``{"args": [...], "kwargs": {...}}``
+(the ``@observe`` decorator's capture of a Python call), or as a bare string (a single-input LangChain
+tool); outputs as the result itself or a serialized LangChain ``ToolMessage``. The call id, when known,
+comes from that ``ToolMessage``'s ``tool_call_id``, or from the metadata (``tool_call_id``, the OTel
+``gen_ai.tool.call.id`` attribute).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trace_scorer.extract.arguments import read_arguments, string_keys
+from trace_scorer.extract.formats import langchain, otel
+from trace_scorer.extract.model import RAW_ARGUMENTS_KEY, Call, Notes
+from trace_scorer.extract.rows import Observation
+
+_DECORATOR_KEYS = frozenset({"args", "kwargs"})
+_OTEL_SPAN_PREFIX = "execute_tool "
+
+
+def read_tool_observation(observation: Observation, notes: Notes) -> Call | None:
+    """The call a TOOL observation records, or None (noted) when it has no name."""
+    name = observation.name
+    if name and name.startswith(_OTEL_SPAN_PREFIX):  # the semconv span name, when the tool
+        name = name[len(_OTEL_SPAN_PREFIX) :].strip() or name  # name attribute was not kept
+    if not name:
+        notes.add(f"{observation.label()}: a TOOL observation without a name; not counted as a call")
+        return None
+    arguments = _arguments(observation.input, name, notes)
+    result = observation.output
+    call_id = None
+    message = langchain.tool_message_output(result)
+    if message is not None:
+        result, call_id = message
+    if call_id is None:
+        call_id = _metadata_call_id(observation.metadata)
+    if observation.level == "ERROR" and result is None and observation.status_message:
+        result = observation.status_message
+    return Call(name=name, arguments=arguments, id=call_id, result=result)
+
+
+def _arguments(value: Any, tool: str, notes: Notes) -> dict[str, Any]:
+    if isinstance(value, dict) and value and value.keys() <= _DECORATOR_KEYS:
+        positional = value.get("args")
+        keywords = value.get("kwargs")
+        if isinstance(keywords, dict) or keywords is None:
+            arguments = string_keys(dict(keywords or {}))
+            if positional:
+                notes.add(f"tool '{tool}' was called with positional arguments; kept under '_raw'")
+                arguments[RAW_ARGUMENTS_KEY] = positional
+            return arguments
+    return read_arguments(value, tool=tool, notes=notes)
+
+
+def _metadata_call_id(metadata: Mapping[str, Any]) -> str | None:
+    value = metadata.get("tool_call_id")
+    if isinstance(value, str) and value:
+        return value
+    return otel.call_id_from_metadata(metadata)
