@@ -130,7 +130,7 @@ def run_score(args: argparse.Namespace) -> int:
     chosen = _choose_target(settings, args.target)
 
     try:
-        loaded = load_inputs(args.paths)
+        loaded = load_inputs(args.paths, references=chosen[1].references if chosen else None)
     except FileNotFoundError as exc:
         print(f"trace-scorer: {exc}", file=sys.stderr)
         return EXIT_NOTHING_READ

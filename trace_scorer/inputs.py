@@ -14,6 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from trace_scorer.config.references import ReferenceSettings
+from trace_scorer.extract import (
+    index_items,
+    looks_like_experiment_item,
+    looks_like_observation_row,
+    samples_from_rows,
+)
 from trace_scorer.sample import Sample
 
 INPUT_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -108,17 +115,31 @@ def sample_from_record(record: Record) -> Sample | ReadError:
         return ReadError(record.path, record.where, f"{where}: {problem.removeprefix('Value error, ')}{more}")
 
 
-def load_inputs(paths: Sequence[Path]) -> LoadedInput:
-    """Read every record of every input file into Samples, collecting what could not be read."""
+def load_inputs(paths: Sequence[Path], references: ReferenceSettings | None = None) -> LoadedInput:
+    """Read every record of every input file into Samples, collecting what could not be read.
+
+    Each record is recognised by its shape: a sample, an exported observation row, or an experiment
+    item. Observation rows are grouped by ``traceId`` into one sample per trace (extraction), with the
+    experiment item of the same trace, wherever it was read, giving the expected output and references.
+    """
     loaded = LoadedInput()
+    rows: list[Mapping[str, Any]] = []
+    items: list[Record] = []
     for path in input_files(paths):
-        for item in read_records(path):
-            if isinstance(item, ReadError):
-                loaded.errors.append(item)
-                continue
-            result = sample_from_record(item)
-            if isinstance(result, ReadError):
+        for record in read_records(path):
+            if isinstance(record, ReadError):
+                loaded.errors.append(record)
+            elif looks_like_observation_row(record.data):
+                rows.append(record.data)
+            elif looks_like_experiment_item(record.data):
+                items.append(record)
+            elif isinstance(result := sample_from_record(record), ReadError):
                 loaded.errors.append(result)
             else:
                 loaded.samples.append(result)
+    if rows or items:
+        by_trace, problems = index_items(item.data for item in items)
+        for position, reason in problems:
+            loaded.errors.append(ReadError(items[position].path, items[position].where, reason))
+        loaded.samples.extend(samples_from_rows(rows, items=by_trace, references=references))
     return loaded

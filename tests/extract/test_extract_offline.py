@@ -98,4 +98,5 @@ def test_index_items_reports_what_cannot_be_joined():
         [{"traceId": "a", "expectedOutput": 1}, {"expectedOutput": 2}, "junk", {"traceId": "a"}]
     )
     assert list(index) == ["a"] and index["a"] == {"traceId": "a"}
-    assert len(problems) == 3
+    assert [position for position, _ in problems] == [1, 2, 3]
+    assert "without a traceId" in problems[0][1] and "a second experiment item for trace a" in problems[2][1]

@@ -55,17 +55,17 @@ def looks_like_experiment_item(obj: Any) -> bool:
     )
 
 
-def index_items(items: Iterable[Any]) -> tuple[dict[str, Mapping[str, Any]], list[str]]:
-    """Items keyed by ``traceId``, and what could not be used (for the CLI to report)."""
+def index_items(items: Iterable[Any]) -> tuple[dict[str, Mapping[str, Any]], list[tuple[int, str]]]:
+    """Items keyed by ``traceId``, and what could not be used: (position in ``items``, reason)."""
     index: dict[str, Mapping[str, Any]] = {}
-    problems: list[str] = []
-    for number, item in enumerate(items, start=1):
+    problems: list[tuple[int, str]] = []
+    for position, item in enumerate(items):
         trace_id = item.get("traceId") if isinstance(item, Mapping) else None
         if not isinstance(trace_id, str) or not trace_id:
-            problems.append(f"item {number} has no traceId; it cannot be joined to a trace")
+            problems.append((position, "experiment item without a traceId: it cannot be joined to a trace"))
             continue
         if trace_id in index:
-            problems.append(f"item {number}: a second item for trace {trace_id}; the later one is used")
+            problems.append((position, f"a second experiment item for trace {trace_id}: this later one is used"))
         index[trace_id] = item
     return index, problems
 
