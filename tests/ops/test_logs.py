@@ -129,3 +129,12 @@ def test_library_info_noise_is_quiet_at_info(lines: Any) -> None:
     logging.getLogger("apscheduler.scheduler").info("Scheduler started")
     events = lines()
     assert [e["logger"] for e in events] == ["apscheduler.scheduler"]
+
+
+def test_log_level_from_environment_any_case(tmp_path: Any) -> None:
+    from trace_scorer.config import load_settings
+
+    empty = tmp_path / "settings.toml"
+    empty.write_text("")
+    settings = load_settings(empty, environ={"TRACE_SCORER_LOG__LEVEL": "debug", "TRACE_SCORER_LOG__FORMAT": "json"})
+    assert (settings.log.level, settings.log.format) == ("DEBUG", "json")
