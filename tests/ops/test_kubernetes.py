@@ -71,7 +71,10 @@ def render_with_servicemonitor(overlay: str, tmp_path: Path) -> list[dict[str, A
     """The overlay plus the optional ServiceMonitor component, as a user's kustomization would add it."""
     here = tmp_path / "with-servicemonitor"
     here.mkdir()
-    rel = lambda p: os.path.relpath(p, here)  # noqa: E731 - kustomize refuses absolute paths
+
+    def rel(path: Path) -> str:  # kustomize refuses absolute paths
+        return os.path.relpath(path, here)
+
     (here / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
         f"resources:\n  - {rel(KUBERNETES / 'overlays' / overlay)}\n"
@@ -87,7 +90,8 @@ def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def scorer_container(docs: list[dict[str, Any]]) -> dict[str, Any]:
     (deployment,) = by_kind(docs, "Deployment")
     (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "trace-scorer"]
-    return container
+    found: dict[str, Any] = container
+    return found
 
 
 @pytest.fixture(scope="module")
