@@ -214,3 +214,11 @@ def test_probe_bodies_are_json_serialisable(health: Health) -> None:
     health.watch("agent", 60)
     for probe in (health.liveness(), health.readiness()):
         json.dumps(probe.body())
+
+
+def test_shipped_settings_show_the_http_defaults() -> None:
+    import tomllib
+
+    shipped = tomllib.loads((Path(__file__).resolve().parents[2] / "settings.toml").read_text())["http"]
+    assert HttpSettings(**shipped) == HttpSettings()
+    assert set(shipped) == set(HttpSettings.model_fields)
