@@ -96,7 +96,7 @@ def _timestamp(moment: datetime | float) -> float:
 class _LagCollector(Collector):
     """``scoring_lag_seconds`` computed at scrape time: now − start of the newest scored trace."""
 
-    def __init__(self, newest: Mapping[str, float], clock: Callable[[], float]) -> None:
+    def __init__(self, newest: Callable[[], Mapping[str, float]], clock: Callable[[], float]) -> None:
         self._newest = newest
         self._clock = clock
 
@@ -107,7 +107,7 @@ class _LagCollector(Collector):
             labels=["target"],
         )
         now = self._clock()
-        for target, started in sorted(self._newest.items()):
+        for target, started in sorted(self._newest().items()):
             lag.add_metric([target], max(0.0, now - started))
         yield lag
 
@@ -184,7 +184,7 @@ class Telemetry:
         self._newest_ts = Gauge(f"{p}_newest_scored_trace_timestamp_seconds",
                                 "Start time (Unix seconds) of the newest trace scored for the target.",
                                 ["target"], registry=r)
-        r.register(_LagCollector(self._newest, clock))
+        r.register(_LagCollector(self._newest_snapshot, clock))
 
         # -- ticks ----------------------------------------------------------------------------------
         self._ticks = Counter(f"{p}_ticks_total", "Scheduler ticks, by outcome (ok, error).",
@@ -226,6 +226,10 @@ class Telemetry:
                              "Seconds spent waiting before requests: rate_limit (429 / Retry-After), budget (our "
                              "own requests-per-minute limit), backoff (after 5xx and timeouts).",
                              ["service", "reason"], registry=r)
+
+    def _newest_snapshot(self) -> dict[str, float]:
+        with self._newest_lock:
+            return dict(self._newest)
 
     def export_health(self, health: Health) -> None:
         """Also export ``trace_scorer_up{probe}`` and ``trace_scorer_langfuse_up`` from ``health``."""
