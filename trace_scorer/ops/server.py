@@ -1,0 +1,191 @@
+"""The operations endpoints, served from inside the worker's asyncio loop.
+
+``GET /healthz`` and ``GET /readyz`` answer 200 or 503 with a JSON body (:class:`~.health.Probe`);
+``GET /metrics`` answers the Prometheus text format (or OpenMetrics when the scraper asks for it, gzip
+when it accepts it); ``GET /`` lists the endpoints. ``HEAD`` works on all of them.
+
+Why a hand-written HTTP/1.1 responder on ``asyncio.start_server`` and not a library:
+- it must run in the worker's own event loop, so that a blocked loop fails the probes (a server in a
+  thread — prometheus-client's ``start_http_server`` — would keep answering "alive" for a dead loop),
+  and start and stop with the worker;
+- aiohttp, or an ASGI server (uvicorn) under prometheus-client's ASGI app, would each add a sizeable
+  runtime dependency to a small image for three GET routes;
+- the surface is tiny and closed: GET/HEAD, no request bodies, no keep-alive (``Connection: close``),
+  a bounded request head read with a timeout, a bounded number of concurrent connections. The body of
+  ``/metrics`` still comes from prometheus-client's own encoders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import json
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+import structlog
+from prometheus_client.exposition import choose_encoder
+
+from trace_scorer.ops.health import Health, Probe
+from trace_scorer.ops.telemetry import Telemetry
+
+log = structlog.get_logger(__name__)
+
+#: The request line and headers must fit in this many bytes and arrive within this many seconds.
+MAX_HEAD_BYTES = 8192
+HEAD_TIMEOUT = 5.0
+#: Connections served at once; more are answered 503 straight away.
+MAX_CONNECTIONS = 32
+
+ENDPOINTS = {
+    "/healthz": "liveness: the scheduler loop is alive",
+    "/readyz": "readiness: configuration loaded, Langfuse reachable with valid credentials",
+    "/metrics": "Prometheus metrics",
+}
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+    content_type: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def _json(status: int, payload: dict[str, Any]) -> Response:
+    return Response(status, json.dumps(payload, indent=None).encode() + b"\n", "application/json")
+
+
+def _probe(probe: Probe) -> Response:
+    return _json(200 if probe.ok else 503, probe.body())
+
+
+class OpsServer:
+    """``await server.start()`` binds and serves in the running loop; ``await server.stop()`` closes."""
+
+    def __init__(self, health: Health, telemetry: Telemetry, *, host: str = "127.0.0.1", port: int = 9477) -> None:
+        self.health = health
+        self.telemetry = telemetry
+        self.host = host
+        self._port = port
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when configured as 0)."""
+        if self._server is None or not self._server.sockets:
+            return self._port
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else "[::1]" if self.host == "::" else self.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        if self._server is not None:
+            return
+        self._server = await asyncio.start_server(self._accept, self.host, self._port, limit=MAX_HEAD_BYTES)
+        log.info("ops_server_started", host=self.host, port=self.port, endpoints=sorted(ENDPOINTS))
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        await server.wait_closed()
+        log.info("ops_server_stopped")
+
+    async def __aenter__(self) -> OpsServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- connections ----------------------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            if len(self._connections) > MAX_CONNECTIONS:
+                await self._send(writer, _json(503, {"status": "fail", "reason": "too many connections"}), head=False)
+            else:
+                await self._serve(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away
+        except Exception:  # never let one request take the server down
+            log.exception("ops_server_error")
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+        except (asyncio.LimitOverrunError, ValueError):
+            await self._send(writer, _json(431, {"status": "fail", "reason": "request head too large"}), head=False)
+            return
+        except TimeoutError:
+            await self._send(writer, _json(408, {"status": "fail", "reason": "request head timed out"}), head=False)
+            return
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            await self._send(writer, _json(400, {"status": "fail", "reason": "bad request line"}), head=False)
+            return
+        method, target, _version = parts
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        path = target.split("?", 1)[0]
+        if method not in ("GET", "HEAD"):
+            response = Response(405, b"", "text/plain", (("Allow", "GET, HEAD"),))
+        else:
+            response = self._route(path, headers)
+        await self._send(writer, response, head=method == "HEAD")
+
+    def _route(self, path: str, headers: dict[str, str]) -> Response:
+        if path == "/healthz":
+            return _probe(self.health.liveness())
+        if path == "/readyz":
+            return _probe(self.health.readiness())
+        if path == "/metrics":
+            encoder, content_type = choose_encoder(headers.get("accept", ""))
+            body = encoder(self.telemetry.registry)
+            if "gzip" in headers.get("accept-encoding", ""):
+                return Response(200, gzip.compress(body), content_type, (("Content-Encoding", "gzip"),))
+            return Response(200, body, content_type)
+        if path == "/":
+            text = "trace-scorer\n" + "".join(f"{p}  {what}\n" for p, what in ENDPOINTS.items())
+            return Response(200, text.encode(), "text/plain; charset=utf-8")
+        return _json(404, {"status": "fail", "reason": f"no such endpoint: {path[:100]}", "endpoints": list(ENDPOINTS)})
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, response: Response, *, head: bool) -> None:
+        phrase = HTTPStatus(response.status).phrase
+        lines = [
+            f"HTTP/1.1 {response.status} {phrase}",
+            f"Content-Type: {response.content_type}",
+            f"Content-Length: {len(response.body)}",
+            "Cache-Control: no-store",
+            "Connection: close",
+            *(f"{name}: {value}" for name, value in response.headers),
+        ]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        if not head:
+            writer.write(response.body)
+        await writer.drain()

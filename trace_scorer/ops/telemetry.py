@@ -1,0 +1,359 @@
+"""Prometheus metrics of the worker: the one module that imports ``prometheus_client``.
+
+The worker, the sources, the Langfuse adapter and the judge call the small typed methods of
+:class:`Telemetry` (``telemetry.traces_scored("agent", 12)``); nothing else knows metric names, label
+names or the client library. Each :class:`Telemetry` owns its own ``CollectorRegistry`` (no global
+state: tests and several workers in one process stay isolated); ``/metrics`` serves that registry.
+
+Conventions (https://prometheus.io/docs/practices/naming/): every name starts with ``trace_scorer_``,
+counters end in ``_total``, units are base units in the name (``_seconds``, ``_bytes``); costs are in US
+dollars (``_usd``), the currency of providers' price tables.
+
+Label values that come from data rather than configuration (skip reasons, endpoints, models, statuses)
+go through a cardinality guard: reasons and statuses are reduced to slugs (``[a-z0-9_.-]``) and, past
+:data:`MAX_LABEL_VALUES` distinct values per label, folded into ``"other"`` — a bug that puts a trace
+id into a label must not take down the Prometheus server that scrapes us.
+
+The full list of metrics with their meaning is in docs/deploy.md ("Metrics"); keep the two in step.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from typing import Literal
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from trace_scorer import __version__
+from trace_scorer.metrics.base import Outcome, Score, Skipped
+from trace_scorer.ops.health import Health
+
+PREFIX = "trace_scorer"
+
+#: Distinct values one free-form label may take before new ones are reported as "other".
+MAX_LABEL_VALUES = 64
+
+#: Tick durations: a tick is a few requests and some scoring, or minutes of judge calls on a backlog.
+TICK_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
+#: Judge call durations: LLM round trips.
+JUDGE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+
+#: Which waits count as rate limiting (the server or provider asked us to slow down, or our own
+#: per-minute budget held a request back) and which as back-off after an error.
+WaitReason = Literal["rate_limit", "budget", "backoff"]
+Service = Literal["langfuse", "judge"]
+
+_UNSAFE = re.compile(r"[^a-z0-9_.\-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+class _LabelGuard:
+    """Bounded label values per label name (see the module docstring).
+
+    ``reason`` and ``status`` values become slugs (``"Trace Not Finished!"`` → ``trace_not_finished``);
+    names (targets, endpoints, models, metrics) are kept as written, cut to 100 characters.
+    """
+
+    _SLUGGED = frozenset({"reason", "status"})
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, label: str, value: object) -> str:
+        text = str(value).strip()
+        if label in self._SLUGGED:
+            text = _UNSAFE.sub("_", text.lower())[:64].strip("_")
+        else:
+            text = _CONTROL.sub(" ", text)[:100]
+        text = text or "unknown"
+        with self._lock:
+            seen = self._seen.setdefault(label, set())
+            if text in seen:
+                return text
+            if len(seen) >= self._limit:
+                return "other"
+            seen.add(text)
+            return text
+
+
+def _timestamp(moment: datetime | float) -> float:
+    return moment.timestamp() if isinstance(moment, datetime) else float(moment)
+
+
+class _LagCollector(Collector):
+    """``scoring_lag_seconds`` computed at scrape time: now − start of the newest scored trace."""
+
+    def __init__(self, newest: Callable[[], Mapping[str, float]], clock: Callable[[], float]) -> None:
+        self._newest = newest
+        self._clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        lag = GaugeMetricFamily(
+            f"{PREFIX}_scoring_lag_seconds",
+            "Seconds between now and the start time of the newest trace scored for the target.",
+            labels=["target"],
+        )
+        now = self._clock()
+        for target, started in sorted(self._newest().items()):
+            lag.add_metric([target], max(0.0, now - started))
+        yield lag
+
+
+class _HealthCollector(Collector):
+    """The probes' state as gauges, computed at scrape time."""
+
+    def __init__(self, health: Health) -> None:
+        self._health = health
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(f"{PREFIX}_up", "1 when the probe (liveness, readiness) passes, else 0.",
+                               labels=["probe"])
+        up.add_metric(["liveness"], float(self._health.liveness().ok))
+        up.add_metric(["readiness"], float(self._health.readiness().ok))
+        yield up
+        langfuse = GaugeMetricFamily(f"{PREFIX}_langfuse_up", "1 when the last Langfuse check succeeded, 0 when "
+                                     "it failed (absent before the first check).")
+        state = self._health.langfuse_up
+        if state is not None:
+            langfuse.add_metric([], float(state))
+        yield langfuse
+
+
+class Telemetry:
+    """The worker's metrics. One instance per worker; pass it to whatever needs to count.
+
+    ``clock`` (wall-clock seconds since the epoch) is injectable for tests of the scoring lag.
+    ``process_metrics`` adds the standard ``process_*``, ``python_gc_*`` and ``python_info`` series.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        process_metrics: bool = True,
+        max_label_values: int = MAX_LABEL_VALUES,
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._clock = clock
+        self._label = _LabelGuard(max_label_values)
+        self._newest_lock = threading.Lock()
+        self._newest: dict[str, float] = {}
+        r = self.registry
+        p = PREFIX
+
+        if process_metrics:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
+        info = Info(f"{p}_build", "Version of trace-scorer and of the Python running it.", registry=r)
+        info.info({"version": __version__, "python": platform.python_version()})
+
+        # -- work: traces and scores, per target --------------------------------------------------
+        self._seen = Counter(f"{p}_traces_seen_total", "Traces (or dataset-run items) read from Langfuse.",
+                             ["target"], registry=r)
+        self._scored = Counter(f"{p}_traces_scored_total", "Traces whose scores were all computed and posted.",
+                               ["target"], registry=r)
+        self._skipped = Counter(f"{p}_traces_skipped_total", "Traces read but not scored, by reason.",
+                                ["target", "reason"], registry=r)
+        self._failed = Counter(f"{p}_traces_failed_total",
+                               "Traces that failed (e.g. every judge model down); retried later.",
+                               ["target"], registry=r)
+        self._metric_results = Counter(f"{p}_metric_results_total",
+                                       "Per-trace metric and KPI outcomes: scored, skipped (inputs absent), failed.",
+                                       ["target", "metric", "outcome"], registry=r)
+        self._posted = Counter(f"{p}_scores_posted_total", "Scores accepted by Langfuse.", ["target"], registry=r)
+        self._rejected = Counter(f"{p}_scores_rejected_total",
+                                 "Scores not accepted: invalid before sending, or rejected by Langfuse (207).",
+                                 ["target", "reason"], registry=r)
+        self._backlog = Gauge(f"{p}_backlog_traces",
+                              "Traces waiting to be scored, where the source knows (absent otherwise).",
+                              ["target"], registry=r)
+        self._newest_ts = Gauge(f"{p}_newest_scored_trace_timestamp_seconds",
+                                "Start time (Unix seconds) of the newest trace scored for the target.",
+                                ["target"], registry=r)
+        r.register(_LagCollector(self._newest_snapshot, clock))
+
+        # -- ticks ----------------------------------------------------------------------------------
+        self._ticks = Counter(f"{p}_ticks_total", "Scheduler ticks, by outcome (ok, error).",
+                              ["target", "outcome"], registry=r)
+        self._tick_seconds = Histogram(f"{p}_tick_duration_seconds", "Wall time of one tick of a target.",
+                                       ["target"], buckets=TICK_BUCKETS, registry=r)
+        self._last_success = Gauge(f"{p}_last_successful_tick_timestamp_seconds",
+                                   "When (Unix seconds) the target's last tick that ended without error ended.",
+                                   ["target"], registry=r)
+
+        # -- Langfuse API ---------------------------------------------------------------------------
+        self._lf_requests = Counter(f"{p}_langfuse_requests_total",
+                                    "HTTP requests to Langfuse (every attempt), by endpoint and status "
+                                    "(HTTP code, or timeout / connection_error).",
+                                    ["endpoint", "status"], registry=r)
+        self._lf_seconds = Histogram(f"{p}_langfuse_request_duration_seconds",
+                                     "Duration of HTTP requests to Langfuse.", ["endpoint"], registry=r)
+        self._lf_retries = Counter(f"{p}_langfuse_retries_total",
+                                   "Langfuse requests retried, by endpoint and the failed attempt's status.",
+                                   ["endpoint", "status"], registry=r)
+
+        # -- judges (LLM) ---------------------------------------------------------------------------
+        self._judge_calls = Counter(f"{p}_judge_calls_total",
+                                    "LLM judge calls, by model and outcome (ok, invalid answer, error).",
+                                    ["model", "outcome"], registry=r)
+        self._judge_seconds = Histogram(f"{p}_judge_call_duration_seconds", "Duration of LLM judge calls.",
+                                        ["model"], buckets=JUDGE_BUCKETS, registry=r)
+        self._judge_retries = Counter(f"{p}_judge_retries_total",
+                                      "LLM judge calls retried, by model and the failed attempt's status.",
+                                      ["model", "status"], registry=r)
+        self._tokens = Counter(f"{p}_judge_tokens_total", "Tokens used by LLM judges, by model and kind "
+                               "(prompt, completion).", ["model", "kind"], registry=r)
+        self._cost = Counter(f"{p}_judge_cost_usd_total",
+                             "Cost of LLM judge calls in US dollars, from the configured price table.",
+                             ["model"], registry=r)
+
+        # -- waiting ----------------------------------------------------------------------------------
+        self._wait = Counter(f"{p}_wait_seconds_total",
+                             "Seconds spent waiting before requests: rate_limit (429 / Retry-After), budget (our "
+                             "own requests-per-minute limit), backoff (after 5xx and timeouts).",
+                             ["service", "reason"], registry=r)
+
+    def _newest_snapshot(self) -> dict[str, float]:
+        with self._newest_lock:
+            return dict(self._newest)
+
+    def export_health(self, health: Health) -> None:
+        """Also export ``trace_scorer_up{probe}`` and ``trace_scorer_langfuse_up`` from ``health``."""
+        self.registry.register(_HealthCollector(health))
+
+    # -- work -----------------------------------------------------------------------------------------
+
+    def traces_seen(self, target: str, n: int = 1) -> None:
+        self._seen.labels(self._label("target", target)).inc(n)
+
+    def traces_scored(self, target: str, n: int = 1) -> None:
+        self._scored.labels(self._label("target", target)).inc(n)
+
+    def traces_skipped(self, target: str, reason: str, n: int = 1) -> None:
+        """``reason``: a short stable word, e.g. ``not_finished``, ``sampled_out``, ``already_scored``."""
+        self._skipped.labels(self._label("target", target), self._label("reason", reason)).inc(n)
+
+    def traces_failed(self, target: str, n: int = 1) -> None:
+        self._failed.labels(self._label("target", target)).inc(n)
+
+    def metric_outcomes(self, target: str, outcomes: Mapping[str, Outcome]) -> None:
+        """Count one sample's (or group's) results by score name: call it with ``SampleResult.outcomes``."""
+        t = self._label("target", target)
+        for name, outcome in outcomes.items():
+            kind = "scored" if isinstance(outcome, Score) else "skipped" if isinstance(outcome, Skipped) else "failed"
+            self._metric_results.labels(t, self._label("metric", name), kind).inc()
+
+    def scores_posted(self, target: str, n: int) -> None:
+        self._posted.labels(self._label("target", target)).inc(n)
+
+    def scores_rejected(self, target: str, reason: str, n: int = 1) -> None:
+        """``reason``: ``invalid`` (caught before sending) or ``rejected`` (Langfuse's 207), or finer."""
+        self._rejected.labels(self._label("target", target), self._label("reason", reason)).inc(n)
+
+    def trace_scored_at(self, target: str, start_time: datetime | float) -> None:
+        """Report the start time of a scored trace; the newest one per target drives the scoring lag."""
+        t = self._label("target", target)
+        started = _timestamp(start_time)
+        with self._newest_lock:
+            if started <= self._newest.get(t, float("-inf")):
+                return
+            self._newest[t] = started
+        self._newest_ts.labels(t).set(started)
+
+    def backlog(self, target: str, size: int | None) -> None:
+        """Traces known to be waiting; ``None`` when the source cannot tell (the series is removed)."""
+        t = self._label("target", target)
+        if size is None:
+            with suppress(KeyError):  # never set
+                self._backlog.remove(t)
+        else:
+            self._backlog.labels(t).set(size)
+
+    # -- ticks ------------------------------------------------------------------------------------------
+
+    def tick_finished(self, target: str, duration_seconds: float, *, ok: bool) -> None:
+        t = self._label("target", target)
+        self._tick_seconds.labels(t).observe(duration_seconds)
+        self._ticks.labels(t, "ok" if ok else "error").inc()
+        if ok:
+            self._last_success.labels(t).set(self._clock())
+
+    @contextmanager
+    def tick(self, target: str) -> Iterator[None]:
+        """Time a tick: ``with telemetry.tick("agent"): ...`` (an exception counts as an error tick)."""
+        start = time.perf_counter()
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            self.tick_finished(target, time.perf_counter() - start, ok=ok)
+
+    # -- Langfuse ------------------------------------------------------------------------------------
+
+    def langfuse_request(self, endpoint: str, status: int | str, duration_seconds: float | None = None) -> None:
+        """One HTTP attempt. ``endpoint``: the route template (``GET /api/public/v2/observations``), never
+        a path with ids in it; ``status``: the HTTP code, or ``timeout`` / ``connection_error``."""
+        e = self._label("endpoint", endpoint)
+        self._lf_requests.labels(e, self._label("status", status)).inc()
+        if duration_seconds is not None:
+            self._lf_seconds.labels(e).observe(duration_seconds)
+
+    def langfuse_retry(self, endpoint: str, status: int | str, wait_seconds: float) -> None:
+        """A retry after a failed attempt with ``status``, after waiting ``wait_seconds``."""
+        self._lf_retries.labels(self._label("endpoint", endpoint), self._label("status", status)).inc()
+        self.waited("langfuse", _wait_reason(status), wait_seconds)
+
+    # -- judges -----------------------------------------------------------------------------------------
+
+    def judge_call(
+        self,
+        model: str,
+        outcome: Literal["ok", "invalid", "error"] = "ok",
+        *,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost_usd: float | None = None,
+        duration_seconds: float | None = None,
+    ) -> None:
+        """One LLM call that got an answer (``ok``), an answer that failed validation (``invalid``), or
+        none after retries (``error``). ``model``: ``provider/model-id``."""
+        m = self._label("model", model)
+        self._judge_calls.labels(m, outcome).inc()
+        if prompt_tokens:
+            self._tokens.labels(m, "prompt").inc(prompt_tokens)
+        if completion_tokens:
+            self._tokens.labels(m, "completion").inc(completion_tokens)
+        if cost_usd:
+            self._cost.labels(m).inc(cost_usd)
+        if duration_seconds is not None:
+            self._judge_seconds.labels(m).observe(duration_seconds)
+
+    def judge_retry(self, model: str, status: int | str, wait_seconds: float) -> None:
+        self._judge_retries.labels(self._label("model", model), self._label("status", status)).inc()
+        self.waited("judge", _wait_reason(status), wait_seconds)
+
+    # -- waiting ------------------------------------------------------------------------------------------
+
+    def waited(self, service: Service, reason: WaitReason, seconds: float) -> None:
+        """Seconds spent waiting before a request (``budget``: our own per-minute limit held it back)."""
+        if seconds > 0:
+            self._wait.labels(service, reason).inc(seconds)
+
+
+def _wait_reason(status: int | str) -> WaitReason:
+    return "rate_limit" if str(status) == "429" else "backoff"
