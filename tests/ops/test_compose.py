@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.ops.settings_examples import ROOT, load_with_filters, load_without_filters
+from tests.ops.settings_examples import ROOT, load_example
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "docker-compose.yml"
@@ -95,13 +95,13 @@ def test_trace_scorer_reaches_its_langfuse(compose: dict[str, Any]) -> None:
 
 def test_trial_settings() -> None:
     path = DEPLOY / "compose" / "settings.toml"
-    settings = load_without_filters(path)
+    settings = load_example(path)
     assert settings.http.host == "0.0.0.0"
     assert {t.name for t in settings.targets} == {"trial-agent", "trial-bench"}
 
 
 def test_trial_settings_with_filters() -> None:
-    settings = load_with_filters(DEPLOY / "compose" / "settings.toml")
+    settings = load_example(DEPLOY / "compose" / "settings.toml")
     assert settings.targets[0].model_dump()["filter"]["trace_name"] == "trial-agent"
 
 

@@ -19,7 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.ops.settings_examples import EXAMPLES, ROOT, load_with_filters, load_without_filters
+from tests.ops.settings_examples import EXAMPLES, ROOT, load_example
 
 KUBERNETES = ROOT / "deploy" / "kubernetes"
 OVERLAYS = ("sidecar", "standalone")
@@ -36,7 +36,7 @@ K8S_EXAMPLES = [p for p in EXAMPLES if KUBERNETES in p.parents]
 
 @pytest.mark.parametrize("path", K8S_EXAMPLES, ids=lambda p: str(p.relative_to(KUBERNETES)))
 def test_example_settings_validate(path: Path) -> None:
-    settings = load_without_filters(path)
+    settings = load_example(path)
     assert settings.http.host == "0.0.0.0" and settings.http.port == 9477
     assert settings.log.format == "json"
     assert settings.langfuse.secret_key is None  # secrets come from the Secret, never the ConfigMap
@@ -44,7 +44,7 @@ def test_example_settings_validate(path: Path) -> None:
 
 @pytest.mark.parametrize("path", [p for p in K8S_EXAMPLES if "overlays" in p.parts], ids=lambda p: p.parent.name)
 def test_every_target_filters_to_one_agent(path: Path) -> None:
-    settings = load_with_filters(path)
+    settings = load_example(path)
     assert settings.targets
     for target in settings.targets:
         chosen = {k: v for k, v in target.model_dump()["filter"].items() if v}

@@ -22,6 +22,7 @@ from trace_scorer.config.judge import JudgeSettings, ProviderSettings
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.config.logging import LogSettings
 from trace_scorer.config.targets import TargetSettings
+from trace_scorer.config.worker import StateSettings, WorkerSettings
 
 DEFAULT_CONFIG_FILE = Path("settings.toml")
 
@@ -48,6 +49,8 @@ class Settings(BaseSettings):
     langfuse: LangfuseSettings = Field(default_factory=LangfuseSettings)
     providers: list[ProviderSettings] = Field(default_factory=list)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     http: HttpSettings = Field(default_factory=HttpSettings)
 

@@ -6,6 +6,7 @@ plan is built (trace_scorer.plan): the registry, not this schema, knows each met
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -82,6 +83,25 @@ KpiEntry = Annotated[
 ]
 
 
+class TraceFilterSettings(StrictModel):
+    """``[targets.filter]``: which traces a target reads (empty fields do not filter).
+
+    Several sidecars of one Langfuse project must each filter to their own agent's traces (trace name,
+    environment, release tag…), or they would score the same traces.
+    """
+
+    #: Any of these environments.
+    environments: list[str] = Field(default_factory=list)
+    #: None of these (the judge's own tracing environment is always excluded as well).
+    exclude_environments: list[str] = Field(default_factory=list)
+    trace_name: str | None = None
+    #: All of these tags.
+    tags: list[str] = Field(default_factory=list)
+    user_id: str | None = None
+    #: Root metadata keys equal to these values.
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
 class TargetSettings(StrictModel):
     """``[[targets]]``: one stream of work (production traces or dataset runs) and how to score it."""
 
@@ -90,15 +110,64 @@ class TargetSettings(StrictModel):
     #: How often the worker looks for new work.
     interval: Duration = 60.0
     #: Offline: the sample field that groups samples (e.g. "run_id"); group metrics and run-level KPIs
-    #: are computed per group. The dataset_runs source always groups by run.
+    #: are computed per group. The dataset_runs source always groups by run (see ``run_groups``).
     group_by: str | None = None
     metrics: list[MetricEntry] = Field(default_factory=list)
     kpis: list[KpiEntry] = Field(default_factory=list)
     #: Where expected answers, goals, reference calls and topics are read from (JSON paths).
     references: ReferenceSettings = Field(default_factory=ReferenceSettings)
+    filter: TraceFilterSettings = Field(default_factory=TraceFilterSettings)
+
+    # -- when is work ready, and how far back to look ------------------------------------------------
+    #: How far back the first tick looks (no watermark yet); dataset runs: which experiments are read.
+    lookback: Duration | None = None
+    #: The window ends this long before now: Langfuse's reads lag behind ingestion.
+    lag: Duration = 120.0
+    #: A trace counts as finished when its root ended at least this long ago (no "finished" signal
+    #: exists); a dataset run's run-level scores are posted once no item arrived for this long.
+    quiet_period: Duration = 300.0
+    #: A root with no end time this long after its start is scored as it is (with a note).
+    unfinished_after: Duration = 3600.0
+    #: At most this much time is read in one tick (a backlog is worked off window by window).
+    max_window: Duration = 3600.0
+    #: Score this share of the traces, chosen deterministically by trace id (the same ones every time).
+    sample_rate: float = Field(default=1.0, gt=0.0, le=1.0)
+
+    # -- traces that failed (e.g. every judge model down) ---------------------------------------------
+    #: First retry after this long; each further try waits twice as long.
+    retry_after: Duration = 600.0
+    #: Give up after this many tries (logged; the trace keeps the scores that did succeed).
+    max_tries: int = Field(default=5, ge=1, le=100)
+
+    # -- dataset runs ---------------------------------------------------------------------------------
+    #: Dataset names whose runs (experiments) this target scores (source = "dataset_runs").
+    datasets: list[str] = Field(default_factory=list)
+    #: Only runs whose name matches this regular expression (searched anywhere in the name).
+    run_name_pattern: str | None = None
+    #: Only these runs, by name.
+    run_names: list[str] | None = None
+    #: Which runs are one group for run-level metrics and KPIs: "each" run alone, or all selected runs
+    #: of a "dataset" together (pass@k across runs); group results are posted on every run of the group.
+    run_groups: Literal["each", "dataset"] = "each"
 
     @model_validator(mode="after")
-    def _needs_metrics(self) -> TargetSettings:
+    def _consistent(self) -> TargetSettings:
         if not self.metrics:
             raise ValueError("a target needs at least one [[targets.metrics]] entry")
+        if self.source == "dataset_runs" and not self.datasets:
+            raise ValueError("datasets: a dataset_runs target needs the names of the datasets to score")
+        if self.source == "traces" and (self.datasets or self.run_names or self.run_name_pattern):
+            raise ValueError("datasets, run_names and run_name_pattern apply to source = 'dataset_runs' only")
+        if self.run_name_pattern is not None:
+            try:
+                re.compile(self.run_name_pattern)
+            except re.error as exc:
+                raise ValueError(f"run_name_pattern is not a regular expression: {exc}") from None
         return self
+
+    @property
+    def effective_lookback(self) -> float:
+        """Default: an hour of production traces; a week of dataset runs."""
+        if self.lookback is not None:
+            return self.lookback
+        return 3600.0 if self.source == "traces" else 7 * 86400.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -20,13 +21,20 @@ class RequestStats:
     retry_wait_seconds: float = 0.0
     #: Seconds spent waiting for the per-minute request budget.
     budget_wait_seconds: float = 0.0
+    #: Told of every request (endpoint, outcome) and retry (endpoint, outcome, wait): the worker's metrics.
+    on_request: Callable[[str, str], None] | None = None
+    on_retry: Callable[[str, str, float], None] | None = None
 
     def count_request(self, endpoint: str, outcome: str) -> None:
         self.requests[(endpoint, outcome)] += 1
+        if self.on_request is not None:
+            self.on_request(endpoint, outcome)
 
     def count_retry(self, endpoint: str, outcome: str, wait: float) -> None:
         self.retries[(endpoint, outcome)] += 1
         self.retry_wait_seconds += wait
+        if self.on_retry is not None:
+            self.on_retry(endpoint, outcome, wait)
 
     @property
     def total_requests(self) -> int:
