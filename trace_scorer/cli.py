@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -19,6 +20,7 @@ from trace_scorer import __version__
 from trace_scorer.config import ConfigError, MetricEntry, Settings, TargetSettings, load_settings
 from trace_scorer.inputs import load_inputs
 from trace_scorer.judge import build_judge
+from trace_scorer.langfuse import LangfuseAuthError
 from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricRegistry, RegistryError, default_registry
@@ -26,6 +28,8 @@ from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.report import print_table, table_console, write_json_lines
 from trace_scorer.sample import Sample
+from trace_scorer.worker.commands import run_backfill, run_check
+from trace_scorer.worker.service import run_worker
 
 EXIT_OK, EXIT_NOTHING_READ, EXIT_CONFIG = 0, 1, 2
 #: Show a progress bar from this many samples on (and only when stderr is a terminal).
@@ -44,7 +48,29 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--config", type=Path, help="settings file (default: ./settings.toml if present)")
     score.add_argument("--target", help="which configured target's metrics to use (default: the only one)")
     score.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+
+    run = commands.add_parser("run", help="the long-running worker: score new traces and dataset runs in Langfuse")
+    run.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
+
+    backfill = commands.add_parser("backfill", help="score a past window once")
+    backfill.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
+    backfill.add_argument("--target", required=True, help="the configured target to backfill")
+    backfill.add_argument("--from", dest="start", required=True, type=_datetime, help="start (ISO date or time, UTC)")
+    backfill.add_argument("--to", dest="end", type=_datetime, help="end (default: now)")
+
+    check = commands.add_parser("check", help="verify configuration, Langfuse reachability and credentials")
+    check.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
     return parser
+
+
+def _datetime(text: str) -> datetime:
+    """ISO dates or times; without a zone they are UTC."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        message = f"{text!r} is not an ISO date or time (e.g. 2026-11-01 or 2026-11-01T12:00)"
+        raise argparse.ArgumentTypeError(message) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def default_target(samples: Sequence[Sample], registry: MetricRegistry) -> TargetSettings:
@@ -157,13 +183,30 @@ def run_score(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _worker_settings(args: argparse.Namespace) -> Settings:
+    settings = load_settings(args.config)
+    configure_logging(settings.log.level, settings.log.format)
+    if not settings.targets:
+        raise ConfigError("no [[targets]] configured: the worker has nothing to score (see settings.toml)")
+    return settings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "score":
             return run_score(args)
+        if args.command == "run":
+            return asyncio.run(run_worker(_worker_settings(args)))
+        if args.command == "backfill":
+            return asyncio.run(run_backfill(_worker_settings(args), args.target, args.start, args.end))
+        if args.command == "check":
+            return asyncio.run(run_check(_worker_settings(args), Console()))
     except (ConfigError, RegistryError) as exc:
         print(f"trace-scorer: configuration error:\n{exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except LangfuseAuthError as exc:
+        print(f"trace-scorer: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover - argparse requires one
 

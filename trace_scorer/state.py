@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS failures (
     tries      INTEGER NOT NULL,
     next_try   TEXT,            -- NULL: given up
     last_error TEXT NOT NULL,
+    payload    TEXT,            -- what is needed to fetch the subject again (JSON)
     PRIMARY KEY (target, subject)
 );
 CREATE TABLE IF NOT EXISTS runs (
@@ -47,6 +48,14 @@ CREATE TABLE IF NOT EXISTS runs (
     last_change  TEXT,
     posted_hash  TEXT,
     PRIMARY KEY (target, run_id)
+);
+CREATE TABLE IF NOT EXISTS run_results (
+    target   TEXT NOT NULL,
+    run_id   TEXT NOT NULL,
+    subject  TEXT NOT NULL,
+    item_id  TEXT,
+    outcomes TEXT NOT NULL,     -- JSON: score name → {"value"} | {"skipped"} | {"failed"}
+    PRIMARY KEY (target, run_id, subject)
 );
 """
 
@@ -67,6 +76,16 @@ class Failure:
     tries: int
     next_try: datetime | None
     last_error: str
+    payload: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One trace's per-sample results in a run, kept for the run-level metrics."""
+
+    subject: str
+    item_id: str | None
+    outcomes: str  # JSON, see trace_scorer.worker.outcomes
 
 
 @dataclass(frozen=True)
@@ -162,7 +181,9 @@ class StateStore:
 
     # -- failures --------------------------------------------------------------------------------
 
-    def record_failure(self, target: str, subject: str, error: str, next_try: datetime | None) -> int:
+    def record_failure(
+        self, target: str, subject: str, error: str, next_try: datetime | None, payload: str | None = None
+    ) -> int:
         """Count one more failed try; ``next_try`` None means give up. Returns the number of tries."""
         with self.transaction():
             row = self._db.execute(
@@ -170,28 +191,43 @@ class StateStore:
             ).fetchone()
             tries = (row[0] if row else 0) + 1
             self._db.execute(
-                "INSERT INTO failures (target, subject, tries, next_try, last_error) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO failures (target, subject, tries, next_try, last_error, payload) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (target, subject) DO UPDATE SET tries = excluded.tries, "
-                "next_try = excluded.next_try, last_error = excluded.last_error",
-                (target, subject, tries, None if next_try is None else _text(next_try), error),
+                "next_try = excluded.next_try, last_error = excluded.last_error, "
+                "payload = coalesce(excluded.payload, failures.payload)",
+                (target, subject, tries, None if next_try is None else _text(next_try), error, payload),
             )
         return tries
 
     def failure(self, target: str, subject: str) -> Failure | None:
         row = self._db.execute(
-            "SELECT subject, tries, next_try, last_error FROM failures WHERE target = ? AND subject = ?",
+            "SELECT subject, tries, next_try, last_error, payload FROM failures WHERE target = ? AND subject = ?",
             (target, subject),
         ).fetchone()
-        return None if row is None else Failure(row[0], row[1], _time(row[2]), row[3])
+        return None if row is None else Failure(row[0], row[1], _time(row[2]), row[3], row[4])
+
+    def failed_subjects(self, target: str, subjects: Iterable[str]) -> set[str]:
+        """Which of these subjects have a failure on record (due, waiting or given up)."""
+        wanted = list(subjects)
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT subject FROM failures WHERE target = ? AND subject IN ({marks})", (target, *chunk)
+            )
+            found.update(r[0] for r in rows.fetchall())
+        return found
 
     def due_failures(self, target: str, now: datetime, limit: int = 1000) -> list[Failure]:
         """Failed subjects whose next try has come (oldest first); given-up ones are never due."""
         rows = self._db.execute(
-            "SELECT subject, tries, next_try, last_error FROM failures "
+            "SELECT subject, tries, next_try, last_error, payload FROM failures "
             "WHERE target = ? AND next_try IS NOT NULL AND next_try <= ? ORDER BY next_try LIMIT ?",
             (target, _text(now), limit),
         )
-        return [Failure(r[0], r[1], _time(r[2]), r[3]) for r in rows.fetchall()]
+        return [Failure(r[0], r[1], _time(r[2]), r[3], r[4]) for r in rows.fetchall()]
 
     # -- dataset runs ----------------------------------------------------------------------------
 
@@ -233,3 +269,20 @@ class StateStore:
             self._db.execute(
                 "UPDATE runs SET posted_hash = ? WHERE target = ? AND run_id = ?", (posted_hash, target, run_id)
             )
+
+    def save_results(self, target: str, run_id: str, results: Iterable[StoredResult]) -> None:
+        """Keep (replace) these traces' per-sample results of a run."""
+        with self.transaction():
+            self._db.executemany(
+                "INSERT INTO run_results (target, run_id, subject, item_id, outcomes) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (target, run_id, subject) DO UPDATE SET item_id = excluded.item_id, "
+                "outcomes = excluded.outcomes",
+                [(target, run_id, r.subject, r.item_id, r.outcomes) for r in results],
+            )
+
+    def run_results(self, target: str, run_id: str) -> list[StoredResult]:
+        rows = self._db.execute(
+            "SELECT subject, item_id, outcomes FROM run_results WHERE target = ? AND run_id = ? ORDER BY subject",
+            (target, run_id),
+        )
+        return [StoredResult(r[0], r[1], r[2]) for r in rows.fetchall()]

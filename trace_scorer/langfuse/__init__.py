@@ -10,6 +10,7 @@ from trace_scorer.langfuse.errors import (
     LangfuseTransportError,
 )
 from trace_scorer.langfuse.ids import score_id
+from trace_scorer.langfuse.rows import trace_root_from_row
 from trace_scorer.langfuse.stats import RequestStats
 from trace_scorer.langfuse.types import (
     ApiGeneration,
@@ -60,4 +61,5 @@ __all__ = [
     "TraceRows",
     "UnattributedBatch",
     "score_id",
+    "trace_root_from_row",
 ]

@@ -1,0 +1,1 @@
+"""The long-running worker: sources, scoring batches, posting, the scheduler."""

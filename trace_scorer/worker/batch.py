@@ -1,0 +1,207 @@
+"""Score a batch of samples, post their scores, and record what happened — the step both sources share.
+
+The rules that keep scores neither lost nor duplicated:
+- a trace enters the ledger (scored with this configuration) only once every one of its scores has a
+  final answer from Langfuse (accepted, or rejected for good);
+- a trace whose scores are not known to have arrived stays out of the ledger and the caller does not move
+  its watermark; posting again later overwrites (same ids, same timestamps);
+- a trace with a failed metric (e.g. every judge model down) keeps the scores that succeeded and gets a
+  next-try time with exponential back-off, until ``max_tries``; its failure never holds the watermark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import structlog
+
+from trace_scorer.config.targets import TargetSettings
+from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject
+from trace_scorer.metrics.base import Failed, Skipped
+from trace_scorer.ops.telemetry import Telemetry
+from trace_scorer.pipeline import Pipeline, SampleResult
+from trace_scorer.plan import TargetPlan
+from trace_scorer.sample import Sample
+from trace_scorer.state import StateStore
+from trace_scorer.worker.outcomes import scores_to_post
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A sample ready to score, with what its scores need (subject, deterministic timestamp)."""
+
+    sample: Sample
+    #: The trace's start time: part of Langfuse's upsert key, so it must never change between runs.
+    timestamp: datetime
+    environment: str | None = None
+    #: What a retry needs to fetch the trace again (the root row, as JSON).
+    payload: str | None = None
+
+    @property
+    def trace_id(self) -> str:
+        return self.sample.trace_id or self.sample.id
+
+
+@dataclass
+class TickReport:
+    """What one tick did: logged as one event, exported as metrics."""
+
+    target: str
+    window: str = ""
+    seen: int = 0
+    scored: int = 0
+    deferred: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    failed: int = 0
+    gave_up: int = 0
+    scores_posted: int = 0
+    scores_rejected: int = 0
+    runs_posted: int = 0
+
+    def as_log(self) -> dict[str, object]:
+        return {
+            "window": self.window,
+            "traces_seen": self.seen,
+            "traces_scored": self.scored,
+            "traces_deferred": self.deferred,
+            "traces_skipped": sum(self.skipped.values()),
+            "skipped_by_reason": dict(self.skipped),
+            "traces_failed": self.failed,
+            "traces_given_up": self.gave_up,
+            "scores_posted": self.scores_posted,
+            "scores_rejected": self.scores_rejected,
+            "runs_posted": self.runs_posted,
+        }
+
+
+class LangfuseUnavailable(Exception):
+    """Scores could not be delivered after the retries: stop the tick, keep the watermark, try again later."""
+
+
+@dataclass
+class BatchResult:
+    results: list[SampleResult]
+    #: Traces whose scores all have a final answer (accepted or rejected).
+    settled: set[str]
+
+
+class BatchScorer:
+    """Scores and posts batches for one target."""
+
+    def __init__(
+        self,
+        target: TargetSettings,
+        plan: TargetPlan,
+        pipeline: Pipeline,
+        client: LangfuseClient,
+        state: StateStore,
+        telemetry: Telemetry,
+        *,
+        concurrency: int,
+    ) -> None:
+        self.target = target
+        self.plan = plan
+        self.pipeline = pipeline
+        self.client = client
+        self.state = state
+        self.telemetry = telemetry
+        self.concurrency = concurrency
+
+    async def run(self, items: Sequence[WorkItem], report: TickReport, now: datetime) -> BatchResult:
+        """Score ``items``, post, record. Raises :class:`LangfuseUnavailable` when delivery is incomplete
+        (after recording what did settle)."""
+        by_id = {item.sample.id: item for item in items}
+        results = [
+            r async for r in self.pipeline.score_samples([i.sample for i in items], concurrency=self.concurrency)
+        ]
+        posts = []
+        for result in results:
+            item = by_id[result.sample.id]
+            posts += scores_to_post(
+                self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
+            )
+        delivery = await self.client.post_scores(posts) if posts else DeliveryReport()
+        self.count_delivery(delivery, report)
+
+        unsettled = {s.subject.trace_id for s in delivery.undelivered}
+        unsettled |= {s.subject.trace_id for batch in delivery.unattributed for s in batch.scores}
+        settled: set[str] = set()
+        done: list[str] = []
+        with self.state.transaction():
+            for result in results:
+                item = by_id[result.sample.id]
+                if item.trace_id in unsettled:
+                    continue
+                settled.add(item.trace_id)
+                self.telemetry.metric_outcomes(self.target.name, result.outcomes)
+                failures = result.reasons(Failed)
+                if failures:
+                    self._record_failure(item, failures, report, now)
+                else:
+                    done.append(item.trace_id)
+                    report.scored += 1
+                    self.telemetry.traces_scored(self.target.name)
+                    self.telemetry.trace_scored_at(self.target.name, item.timestamp)
+                for note in result.sample.notes:
+                    log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note)
+                if all(isinstance(o, Skipped) for o in result.outcomes.values()) and result.outcomes:
+                    report.skipped["nothing to score"] += 1
+            self.state.record_scored(self.target.name, done, self.plan.config_hash, now)
+        if not delivery.complete:
+            raise LangfuseUnavailable(
+                f"{len(delivery.undelivered)} scores undelivered: {'; '.join(delivery.errors[-3:]) or 'unknown'}"
+            )
+        return BatchResult(results, settled)
+
+    def _record_failure(self, item: WorkItem, failures: dict[str, str], report: TickReport, now: datetime) -> None:
+        previous = self.state.failure(self.target.name, item.trace_id)
+        tries = (previous.tries if previous else 0) + 1
+        give_up = tries >= self.target.max_tries
+        next_try = None if give_up else now + timedelta(seconds=self.target.retry_after * 2 ** (tries - 1))
+        error = "; ".join(f"{name}: {reason}" for name, reason in sorted(failures.items()))
+        self.state.record_failure(self.target.name, item.trace_id, error, next_try, item.payload)
+        report.failed += 1
+        self.telemetry.traces_failed(self.target.name)
+        if give_up:
+            report.gave_up += 1
+            log.error("trace_given_up", target=self.target.name, trace_id=item.trace_id, tries=tries, error=error)
+        else:
+            log.warning(
+                "trace_failed",
+                target=self.target.name,
+                trace_id=item.trace_id,
+                tries=tries,
+                next_try=next_try.isoformat() if next_try else None,
+                error=error,
+            )
+
+    def count_delivery(self, delivery: DeliveryReport, report: TickReport) -> None:
+        """Count and log what Langfuse did with posted scores (rejections are final: logged as errors)."""
+        report.scores_posted += len(delivery.accepted)
+        report.scores_rejected += len(delivery.rejected)
+        if delivery.accepted:
+            self.telemetry.scores_posted(self.target.name, len(delivery.accepted))
+        for rejected in delivery.rejected:
+            self.telemetry.scores_rejected(self.target.name, rejected.by)
+            log.error(
+                "score_rejected",
+                target=self.target.name,
+                trace_id=rejected.score.subject.trace_id,
+                run_id=rejected.score.subject.dataset_run_id,
+                score=rejected.score.name,
+                by=rejected.by,
+                reason=rejected.reason,
+            )
+        for batch in delivery.unattributed:
+            log.warning(
+                "scores_partly_rejected",
+                target=self.target.name,
+                accepted=batch.accepted,
+                rejected=batch.rejected,
+                messages=list(batch.messages),
+            )

@@ -1,0 +1,109 @@
+"""``trace-scorer backfill`` (score a past window once) and ``trace-scorer check`` (what is configured and
+reachable)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from contextlib import AsyncExitStack
+from datetime import datetime, timedelta
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from trace_scorer.config.settings import Settings
+from trace_scorer.judge import build_judge
+from trace_scorer.langfuse import LangfuseClient, TimeWindow
+from trace_scorer.metrics.base import Resources
+from trace_scorer.ops import Ops
+from trace_scorer.plan import build_plan
+from trace_scorer.worker.batch import TickReport
+from trace_scorer.worker.dataset_runs import DatasetRunSource
+from trace_scorer.worker.outcomes import config_specs
+from trace_scorer.worker.service import open_context, utc_now
+from trace_scorer.worker.traces import TraceSource
+
+
+def windows(start: datetime, end: datetime, size: float) -> list[TimeWindow]:
+    step = timedelta(seconds=size)
+    result = []
+    while start < end:
+        result.append(TimeWindow(start, min(start + step, end)))
+        start += step
+    return result
+
+
+async def run_backfill(settings: Settings, target_name: str, start: datetime, end: datetime | None) -> int:
+    """Score ``[start, end)`` of one target once. The watermark is not touched; the ledger is (so a
+    second backfill of the same window posts nothing new, and the worker skips what was done here)."""
+    target = settings.target(target_name)
+    now = utc_now()
+    end = min(end or now, now)
+    if start >= end:
+        print(f"trace-scorer: nothing to do: --from {start.isoformat()} is not before {end.isoformat()}")
+        return 0
+    ops = Ops.from_settings(settings.http.model_copy(update={"enabled": False}))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    total = TickReport(target.name)
+    async with AsyncExitStack() as stack:
+        context = await open_context(settings, stack, ops=ops)
+        source = context.sources[target.name]
+        if isinstance(source, TraceSource):
+            parts = windows(start, end, target.max_window)
+            with Progress(
+                TextColumn("backfill"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            ) as progress:
+                task = progress.add_task("windows", total=len(parts))
+                for window in parts:
+                    if stop.is_set():
+                        break
+                    await source.score_window(window, now, total, stop)
+                    progress.advance(task)
+        elif isinstance(source, DatasetRunSource):
+            total = await source.tick(now, stop, since=start)
+    print(
+        f"backfill {target.name} {start.isoformat()} → {end.isoformat()}: {total.seen} seen, {total.scored} scored, "
+        f"{total.deferred} not finished yet, {sum(total.skipped.values())} skipped, {total.failed} failed, "
+        f"{total.scores_posted} scores posted, {total.scores_rejected} rejected"
+        + (" (interrupted)" if stop.is_set() else "")
+    )
+    return 0
+
+
+async def run_check(settings: Settings, console: Console) -> int:
+    """Validate everything the worker would, connect, and print what was found. Creates nothing."""
+    judge = build_judge(settings, tracing_default=False)
+    try:
+        plans = [build_plan(t, index=i, resources=Resources(judge=judge)) for i, t in enumerate(settings.targets)]
+    finally:
+        if judge is not None:
+            await judge.aclose()
+    async with LangfuseClient(settings.langfuse) as client:
+        info = await client.connect()
+        existing = {c.name: c for c in await client.score_configs.list()}
+    console.print(
+        f"[bold]Langfuse[/bold] {info.base_url}: server {info.server_version}, API {info.generation}, "
+        f"project {info.project_name} ({info.project_id})",
+        highlight=False,
+    )
+    providers = ", ".join(f"{p.name} ({len(p.chat_models)} chat models)" for p in settings.providers) or "none"
+    console.print(f"[bold]Judge providers[/bold]: {providers}", highlight=False)
+    table = Table(title="targets", title_justify="left")
+    for column in ("target", "source", "score", "score config", "config hash"):
+        table.add_column(column)
+    for plan in plans:
+        for spec in config_specs(plan):
+            config = existing.get(spec.name)
+            status = f"{config.data_type} {config.id}" if config else "missing (created by run)"
+            table.add_row(plan.target.name, plan.target.source, spec.name, status, plan.config_hash)
+    console.print(table)
+    return 0

@@ -1,0 +1,222 @@
+"""Dataset runs (experiments): score each item's trace with the item's expected output, then the run.
+
+Per tick, for the configured datasets: the experiments with activity within ``lookback``, filtered by
+name; for each, its items. Items whose trace is not yet in the ledger with this configuration are
+scored (their per-trace results kept in state). A group of runs (one run, or all selected runs of a
+dataset for pass@k across runs) gets its run-level results — run-level means, group metrics, KPIs — once
+none of its runs changed for ``quiet_period``, posted on every run of the group (``datasetRunId``) with
+the run's first-seen time as timestamp; more items later re-post them with the same ids (an overwrite).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+
+from trace_scorer.config.settings import Settings
+from trace_scorer.config.targets import TargetSettings
+from trace_scorer.extract import extract_sample
+from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, LangfuseClient, ScoreSubject, TraceRoot
+from trace_scorer.pipeline import SampleResult
+from trace_scorer.sample import Sample
+from trace_scorer.state import RunState, StateStore, StoredResult
+from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, TickReport, WorkItem
+from trace_scorer.worker.outcomes import decode_outcomes, encode_outcomes, scores_to_post
+
+log = structlog.get_logger(__name__)
+
+
+def item_document(item: ExperimentItem) -> dict[str, Any]:
+    """The experiment item as extraction reads it (the experiment-items API's camelCase names)."""
+    return {
+        "id": item.observation_id,
+        "traceId": item.trace_id,
+        "startTime": item.start_time.isoformat(),
+        "environment": item.environment,
+        "experimentId": item.experiment_id,
+        "experimentName": item.experiment_name,
+        "experimentItemId": item.dataset_item_id,
+        "experimentDatasetId": item.dataset_id,
+        "input": item.input,
+        "output": item.output,
+        "expectedOutput": item.expected_output,
+        "metadata": dict(item.metadata),
+        "experimentItemMetadata": dict(item.item_metadata),
+    }
+
+
+class DatasetRunSource:
+    """The ``dataset_runs`` source of one target."""
+
+    def __init__(
+        self,
+        target: TargetSettings,
+        settings: Settings,
+        client: LangfuseClient,
+        state: StateStore,
+        scorer: BatchScorer,
+    ) -> None:
+        self.target = target
+        self.client = client
+        self.state = state
+        self.scorer = scorer
+        self.batch_size = settings.worker.batch_size
+        self._datasets: list[Dataset] | None = None
+        self._pattern = re.compile(target.run_name_pattern) if target.run_name_pattern else None
+
+    def selected(self, experiment: Experiment) -> bool:
+        if self.target.run_names is not None and experiment.name not in self.target.run_names:
+            return False
+        return self._pattern is None or self._pattern.search(experiment.name) is not None
+
+    async def datasets(self) -> list[Dataset]:
+        if self._datasets is None:
+            self._datasets = [await self.client.reads.get_dataset(name) for name in self.target.datasets]
+        return self._datasets
+
+    async def tick(self, now: datetime, stop: asyncio.Event, since: datetime | None = None) -> TickReport:
+        report = TickReport(self.target.name)
+        since = since or now - timedelta(seconds=self.target.effective_lookback)
+        report.window = f"experiments since {since.isoformat()}"
+        experiments = [
+            e async for e in self.client.reads.list_experiments(await self.datasets(), since) if self.selected(e)
+        ]
+        for experiment in experiments:
+            if stop.is_set():
+                return report
+            await self._score_items(experiment, since, now, report, stop)
+        if not stop.is_set():
+            await self._post_groups(experiments, now, report)
+        return report
+
+    async def _score_items(
+        self, experiment: Experiment, since: datetime, now: datetime, report: TickReport, stop: asyncio.Event
+    ) -> None:
+        items = [i async for i in self.client.reads.list_experiment_items(experiment, since)]
+        report.seen += len(items)
+        self.scorer.telemetry.traces_seen(self.target.name, len(items))
+        self.state.see_run(self.target.name, experiment.id, len(items), now)
+        known = self.state.scored_hashes(self.target.name, [i.trace_id for i in items])
+        failed = self.state.failed_subjects(self.target.name, [i.trace_id for i in items])
+        due = {f.subject for f in self.state.due_failures(self.target.name, now, limit=100_000)}
+        todo = [
+            i
+            for i in items
+            if known.get(i.trace_id) != self.scorer.plan.config_hash and (i.trace_id not in failed or i.trace_id in due)
+        ]
+        report.skipped["already scored"] += sum(
+            1 for i in items if known.get(i.trace_id) == self.scorer.plan.config_hash
+        )
+        for start in range(0, len(todo), self.batch_size):
+            if stop.is_set():
+                return
+            await self._score_batch(experiment, todo[start : start + self.batch_size], now, report)
+
+    def _root(self, item: ExperimentItem) -> TraceRoot:
+        """What the trace fetch needs: the trace id and the time span its rows are in."""
+        return TraceRoot(
+            trace_id=item.trace_id,
+            observation_id=item.observation_id or "",
+            name=None,
+            start_time=item.start_time,
+            end_time=item.start_time + timedelta(seconds=self.target.unfinished_after),
+            environment=item.environment,
+            updated_at=None,
+            user_id=None,
+            session_id=None,
+            tags=(),
+            metadata={},
+            row={},
+        )
+
+    async def _score_batch(
+        self, experiment: Experiment, items: Sequence[ExperimentItem], now: datetime, report: TickReport
+    ) -> None:
+        rows = {t.trace_id: t.rows async for t in self.client.reads.fetch_traces([self._root(i) for i in items])}
+        work = []
+        for item in items:
+            sample = extract_sample(
+                rows.get(item.trace_id, []),
+                item=item_document(item),
+                references=self.target.references,
+                trace_id=item.trace_id,
+            )
+            if not rows.get(item.trace_id):
+                sample.notes.append("no observations found for the trace; scored from the experiment item alone")
+            start = sample.start_time or item.start_time
+            work.append(WorkItem(sample, start, item.environment))
+        batch = await self.scorer.run(work, report, now)
+        stored = [
+            StoredResult(r.sample.trace_id or r.sample.id, r.sample.item_id, encode_outcomes(r.outcomes))
+            for r in batch.results
+            if (r.sample.trace_id or r.sample.id) in batch.settled
+        ]
+        self.state.save_results(self.target.name, experiment.id, stored)
+
+    # -- run level -------------------------------------------------------------------------------
+
+    def _groups(self, experiments: Sequence[Experiment]) -> dict[str, list[Experiment]]:
+        groups: dict[str, list[Experiment]] = {}
+        for experiment in experiments:
+            key = experiment.id if self.target.run_groups == "each" else f"dataset {experiment.dataset_id}"
+            groups.setdefault(key, []).append(experiment)
+        return groups
+
+    async def _post_groups(self, experiments: Sequence[Experiment], now: datetime, report: TickReport) -> None:
+        quiet = timedelta(seconds=self.target.quiet_period)
+        for key, members in self._groups(experiments).items():
+            runs = {}
+            for experiment in members:
+                run = self.state.run(self.target.name, experiment.id)
+                if run is None or run.last_change is None or now - run.last_change < quiet:
+                    break  # a run of the group is still receiving items
+                runs[experiment.id] = run
+            else:
+                await self._post_group(key, members, runs, report)
+
+    async def _post_group(
+        self, key: str, members: Sequence[Experiment], runs: dict[str, RunState], report: TickReport
+    ) -> None:
+        counts = sorted((run_id, run.item_count) for run_id, run in runs.items())
+        signature = hashlib.sha256(json.dumps([self.scorer.plan.config_hash, counts]).encode()).hexdigest()[:16]
+        if all(run.posted_hash == signature for run in runs.values()):
+            return  # posted already for these items and this configuration
+        results = [
+            SampleResult(
+                Sample(id=stored.subject, trace_id=stored.subject, item_id=stored.item_id, run_id=e.id),
+                decode_outcomes(stored.outcomes),
+            )
+            for e in members
+            for stored in self.state.run_results(self.target.name, e.id)
+        ]
+        if not results:
+            return
+        group = await self.scorer.pipeline.score_group(key, results)
+        posts = []
+        for experiment in members:
+            posts += scores_to_post(
+                self.scorer.plan, group.outcomes, ScoreSubject.run(experiment.id), runs[experiment.id].first_seen
+            )
+        if posts:
+            delivery = await self.client.post_scores(posts)
+            self.scorer.count_delivery(delivery, report)
+            if not delivery.complete:
+                raise LangfuseUnavailable(f"run-level scores of {key} undelivered: {'; '.join(delivery.errors[-3:])}")
+        for experiment in members:
+            self.state.set_run_posted(self.target.name, experiment.id, signature)
+        report.runs_posted += len(members)
+        log.info(
+            "run_scored",
+            target=self.target.name,
+            group=key,
+            runs=[e.name for e in members],
+            traces=len(results),
+            scores=len(posts),
+        )

@@ -1,0 +1,124 @@
+"""From pipeline outcomes to Langfuse scores, and to the compact form kept in state for run-level metrics.
+
+What a score carries (see README "What appears in Langfuse"): the value; the metric's one-line comment;
+metadata with the scorer version, the target, the configuration hash and the metric's fingerprint (so
+a user can tell how a value was computed), the metric's details, and the judge's trace id when the
+judge calls were recorded in Langfuse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from trace_scorer import __version__
+from trace_scorer.langfuse import ScoreConfigSpec, ScoreSubject, ScoreToPost
+from trace_scorer.metrics.base import Failed, Outcome, Score, Skipped
+from trace_scorer.plan import TargetPlan
+
+#: Details larger than this (as JSON) are left out of the score's metadata, with a note saying so.
+MAX_DETAILS_BYTES = 16_000
+#: Langfuse shows the comment in tables: keep it readable.
+MAX_COMMENT_CHARS = 1_000
+_ENVIRONMENT_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def score_environment(environment: str | None) -> str | None:
+    """The trace's environment when Langfuse accepts it on a score (lowercase ``[a-z0-9_-]``, not
+    starting with ``langfuse``); otherwise None (Langfuse then uses its default)."""
+    if not environment or environment.startswith("langfuse") or not set(environment) <= _ENVIRONMENT_OK:
+        return None
+    return environment
+
+
+def _details(details: Mapping[str, Any]) -> Any:
+    text = json.dumps(details, ensure_ascii=False, default=str)
+    if len(text.encode()) > MAX_DETAILS_BYTES:
+        return {"omitted": f"details of {len(text.encode())} bytes exceed {MAX_DETAILS_BYTES}"}
+    return json.loads(text)
+
+
+def judge_trace_id(details: Mapping[str, Any]) -> str | None:
+    found = details.get("judge_trace_id")
+    return found if isinstance(found, str) else None
+
+
+def scores_to_post(
+    plan: TargetPlan,
+    outcomes: Mapping[str, Outcome],
+    subject: ScoreSubject,
+    timestamp: datetime,
+    environment: str | None = None,
+) -> list[ScoreToPost]:
+    """One score per outcome that has a value; skips and failures are never posted."""
+    posts = []
+    for name, outcome in outcomes.items():
+        if not isinstance(outcome, Score):
+            continue
+        metadata: dict[str, Any] = {
+            "scorer": f"trace-scorer {__version__}",
+            "target": plan.target.name,
+            "config_hash": plan.config_hash,
+            "fingerprint": plan.fingerprints.get(name),
+        }
+        if outcome.details:
+            metadata["details"] = _details(outcome.details)
+            if link := judge_trace_id(outcome.details):
+                metadata["judge_trace_id"] = link
+        posts.append(
+            ScoreToPost(
+                subject=subject,
+                name=name,
+                value=float(outcome.value),
+                timestamp=timestamp,
+                comment=(outcome.comment or None) and outcome.comment[:MAX_COMMENT_CHARS],
+                metadata=metadata,
+                environment=score_environment(environment),
+            )
+        )
+    return posts
+
+
+def config_specs(plan: TargetPlan) -> list[ScoreConfigSpec]:
+    """One score config per score name: metrics and run-level results in [0, 1]; KPIs unbounded except
+    threshold KPIs (1/0), since a weighted sum or an expression may leave [0, 1]."""
+    names = plan.sample_score_names() + plan.group_score_names()
+    specs = [ScoreConfigSpec(name, description=f"trace-scorer metric (target {plan.target.name})") for name in names]
+    for kpi in plan.group_kpis:
+        bounded = kpi.formula == "threshold"
+        specs.append(
+            ScoreConfigSpec(
+                kpi.name,
+                min_value=0.0 if bounded else None,
+                max_value=1.0 if bounded else None,
+                description=f"trace-scorer KPI: {kpi.description}"[:500],
+            )
+        )
+    return specs
+
+
+def encode_outcomes(outcomes: Mapping[str, Outcome]) -> str:
+    """The compact JSON kept per trace of a dataset run: values and reasons, not details."""
+    encoded: dict[str, dict[str, Any]] = {}
+    for name, outcome in outcomes.items():
+        if isinstance(outcome, Score):
+            encoded[name] = {"value": outcome.value}
+        elif isinstance(outcome, Skipped):
+            encoded[name] = {"skipped": outcome.reason}
+        else:
+            encoded[name] = {"failed": outcome.reason}
+    return json.dumps(encoded, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_outcomes(text: str) -> dict[str, Outcome]:
+    decoded: dict[str, Outcome] = {}
+    for name, entry in json.loads(text).items():
+        if "value" in entry:
+            decoded[name] = Score(float(entry["value"]))
+        elif "skipped" in entry:
+            decoded[name] = Skipped(str(entry["skipped"]))
+        else:
+            decoded[name] = Failed(str(entry.get("failed", "unknown")))
+    return decoded

@@ -1,0 +1,236 @@
+"""``trace-scorer run``: start-up, one scheduled job per target, and a clean shutdown.
+
+Start-up connects to Langfuse (health, project, API generation), creates the missing score configs,
+builds the judge and every target's plan — any configuration problem stops it here, before any work.
+Then APScheduler (asyncio) runs each target's tick at its interval, never two ticks of one target at
+once. SIGTERM/SIGINT: no new ticks; running ticks finish the batch in hand (its scores posted, state
+saved) within ``worker.shutdown_grace``; exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import structlog
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from trace_scorer.config.settings import Settings
+from trace_scorer.config.targets import TargetSettings
+from trace_scorer.judge import build_judge
+from trace_scorer.langfuse import ConnectionInfo, LangfuseAuthError, LangfuseClient, LangfuseError
+from trace_scorer.metrics.base import Resources
+from trace_scorer.ops import Ops
+from trace_scorer.pipeline import Pipeline
+from trace_scorer.plan import TargetPlan, build_plan
+from trace_scorer.state import StateStore
+from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, TickReport
+from trace_scorer.worker.dataset_runs import DatasetRunSource
+from trace_scorer.worker.outcomes import config_specs
+from trace_scorer.worker.traces import TraceSource
+
+log = structlog.get_logger(__name__)
+
+
+class Source(Protocol):
+    target: TargetSettings
+
+    async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport: ...
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Context:
+    """Everything a running worker holds, built once by :func:`open_context`."""
+
+    settings: Settings
+    client: LangfuseClient
+    state: StateStore
+    ops: Ops
+    info: ConnectionInfo
+    plans: dict[str, TargetPlan]
+    sources: dict[str, Source]
+
+
+async def open_context(
+    settings: Settings,
+    stack: AsyncExitStack,
+    *,
+    ops: Ops,
+    client: LangfuseClient | None = None,
+    tracing_default: bool = True,
+) -> Context:
+    """Connect, build plans and sources. Raises ConfigError / LangfuseAuthError for what the user must fix."""
+    resources = Resources()
+    judge = build_judge(settings, tracing_default=tracing_default)
+    if judge is not None:
+        stack.push_async_callback(judge.aclose)
+        resources.judge = judge
+    plans = {t.name: build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)}
+
+    if client is None:
+        client = LangfuseClient(settings.langfuse)
+        stack.push_async_callback(client.aclose)
+    client.stats.on_request = lambda endpoint, outcome: ops.telemetry.langfuse_request(endpoint, outcome)
+    client.stats.on_retry = lambda endpoint, outcome, wait: ops.telemetry.langfuse_retry(endpoint, outcome, wait)
+    info = await client.connect()
+    ops.health.langfuse_ok(detail=f"{info.base_url} {info.generation} server {info.server_version}")
+    log.info(
+        "langfuse_connected",
+        base_url=info.base_url,
+        server_version=info.server_version,
+        api_generation=str(info.generation),
+        project=info.project_name,
+    )
+    specs = {spec.name: spec for plan in plans.values() for spec in config_specs(plan)}
+    await client.ensure_score_configs(list(specs.values()))
+
+    state = StateStore(settings.state.path)
+    stack.callback(state.close)
+    sources: dict[str, Source] = {}
+    for target in settings.targets:
+        plan = plans[target.name]
+        scorer = BatchScorer(
+            target, plan, Pipeline(plan), client, state, ops.telemetry, concurrency=settings.worker.concurrency
+        )
+        source_class = TraceSource if target.source == "traces" else DatasetRunSource
+        sources[target.name] = source_class(target, settings, client, state, scorer)
+    ops.health.config_loaded()
+    return Context(settings, client, state, ops, info, plans, sources)
+
+
+class Worker:
+    """Runs the sources on their schedules until told to stop."""
+
+    def __init__(
+        self, context: Context, clock: Callable[[], datetime] = utc_now, stop: asyncio.Event | None = None
+    ) -> None:
+        self.context = context
+        self.clock = clock
+        self.stop = stop or asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def tick(self, source: Source) -> None:
+        """One tick of one target: logged as one event, never raising into the scheduler."""
+        target = source.target
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        client = self.context.client
+        requests_before, retries_before = client.stats.total_requests, client.stats.total_retries
+        started = asyncio.get_running_loop().time()
+        ok = True
+        report = TickReport(target.name)
+        try:
+            async with self.context.ops.tick(target.name, target.interval):
+                report = await source.tick(self.clock(), self.stop)
+            self.context.ops.health.langfuse_ok()
+        except LangfuseUnavailable as exc:
+            ok = False
+            self.context.ops.health.langfuse_failed(str(exc))
+            log.warning("tick_incomplete", target=target.name, reason=str(exc))
+        except LangfuseAuthError as exc:
+            ok = False
+            self.context.ops.health.langfuse_failed(str(exc))
+            log.error("langfuse_auth_failed", target=target.name, reason=str(exc))
+        except LangfuseError as exc:
+            ok = False
+            self.context.ops.health.langfuse_failed(str(exc))
+            log.warning("tick_failed", target=target.name, reason=str(exc))
+        except Exception:
+            ok = False
+            log.exception("tick_error", target=target.name)
+        finally:
+            if task is not None:
+                self._running.discard(task)
+        log.info(
+            "tick",
+            target=target.name,
+            ok=ok,
+            **report.as_log(),
+            langfuse_requests=client.stats.total_requests - requests_before,
+            langfuse_retries=client.stats.total_retries - retries_before,
+            duration_seconds=round(asyncio.get_running_loop().time() - started, 3),
+        )
+
+    async def run(self) -> None:
+        """Schedule every target until :attr:`stop` is set, then let running ticks finish."""
+        scheduler = AsyncIOScheduler(timezone=UTC)
+        for name, source in self.context.sources.items():
+            self.context.ops.health.watch(name, source.target.interval)
+            scheduler.add_job(
+                self.tick,
+                "interval",
+                args=[source],
+                seconds=source.target.interval,
+                next_run_time=datetime.now(UTC),
+                max_instances=1,
+                coalesce=True,
+                id=name,
+                misfire_grace_time=None,
+            )
+        scheduler.start()
+        log.info("worker_started", targets=list(self.context.sources))
+        try:
+            await self.stop.wait()
+        finally:
+            scheduler.shutdown(wait=False)
+            self.context.ops.health.shutting_down()
+            await self.drain()
+
+    async def drain(self) -> None:
+        """Wait for running ticks to finish the batch in hand (they see :attr:`stop`), up to the grace time."""
+        running = [t for t in self._running if not t.done()]
+        if not running:
+            return
+        grace = self.context.settings.worker.shutdown_grace
+        log.info("worker_stopping", running_ticks=len(running), grace_seconds=grace)
+        _, pending = await asyncio.wait(running, timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            log.warning("worker_stop_timeout", cancelled_ticks=len(pending))
+
+
+async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> int:
+    """The ``run`` command: returns the exit code.
+
+    Langfuse unreachable at start-up is waited for (not ready meanwhile, retried every
+    ``retry_start_every`` seconds); wrong credentials or configuration raise at once (exit 2).
+    """
+    ops = Ops.from_settings(settings.http)
+    await ops.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        while not stop.is_set():
+            async with AsyncExitStack() as stack:
+                try:
+                    context = await open_context(settings, stack, ops=ops)
+                except LangfuseAuthError:
+                    raise
+                except LangfuseError as exc:
+                    ops.health.langfuse_failed(str(exc))
+                    log.error("langfuse_unreachable_at_start", reason=str(exc), retry_in_seconds=retry_start_every)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), retry_start_every)
+                    continue
+                await Worker(context, stop=stop).run()
+                break
+        log.info("worker_stopped")
+        return 0
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await ops.stop()

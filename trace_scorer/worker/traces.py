@@ -1,0 +1,166 @@
+"""Production traces: score the new traces of a target since its watermark.
+
+Each tick reads the window ``[watermark, min(now - lag, watermark + max_window))``. A trace is ready when
+its root ended at least ``quiet_period`` ago (Langfuse has no "trace finished" signal); a root that never
+ended is taken ``unfinished_after`` its start. Traces not ready yet hold the watermark at their start, so
+the next tick reads them again. Traces already in the ledger with this configuration are not scored
+again; traces with a recorded failure are left to the retry path (their back-off is kept). The watermark
+moves only after every batch of the window has settled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+import structlog
+
+from trace_scorer.config.settings import Settings
+from trace_scorer.config.targets import TargetSettings
+from trace_scorer.extract import extract_sample
+from trace_scorer.langfuse import LangfuseClient, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.state import StateStore
+from trace_scorer.worker.batch import BatchScorer, TickReport, WorkItem
+
+log = structlog.get_logger(__name__)
+
+
+def sampled(trace_id: str, rate: float) -> bool:
+    """Deterministic sampling: the same traces are chosen on every run and by every replica."""
+    if rate >= 1.0:
+        return True
+    bucket = int.from_bytes(hashlib.sha256(trace_id.encode()).digest()[:8], "big") / 2**64
+    return bucket < rate
+
+
+def trace_filter(target: TargetSettings, settings: Settings) -> TraceFilter:
+    """The target's filter; the judge's own tracing environment is always excluded (never score a judge)."""
+    f = target.filter
+    excluded = tuple(dict.fromkeys([*f.exclude_environments, settings.judge.tracing_environment]))
+    return TraceFilter(
+        environments=tuple(f.environments),
+        exclude_environments=excluded,
+        trace_name=f.trace_name,
+        tags=tuple(f.tags),
+        user_id=f.user_id,
+        metadata=dict(f.metadata),
+    )
+
+
+def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class TraceSource:
+    """The ``traces`` source of one target."""
+
+    def __init__(
+        self,
+        target: TargetSettings,
+        settings: Settings,
+        client: LangfuseClient,
+        state: StateStore,
+        scorer: BatchScorer,
+    ) -> None:
+        self.target = target
+        self.client = client
+        self.state = state
+        self.scorer = scorer
+        self.batch_size = settings.worker.batch_size
+        self.filter = trace_filter(target, settings)
+
+    async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
+        report = TickReport(self.target.name)
+        await self.retry_failures(now, report, stop)
+        start = self.state.watermark(self.target.name) or now - timedelta(seconds=self.target.effective_lookback)
+        end = min(now - timedelta(seconds=self.target.lag), start + timedelta(seconds=self.target.max_window))
+        if end <= start:
+            report.window = f"{start.isoformat()} (nothing new yet)"
+            return report
+        window = TimeWindow(start, end)
+        report.window = f"{start.isoformat()}/{end.isoformat()}"
+        hold = await self.score_window(window, now, report, stop)
+        if hold is not None and hold > start:
+            self.state.set_watermark(self.target.name, hold)
+        return report
+
+    async def score_window(
+        self, window: TimeWindow, now: datetime, report: TickReport, stop: asyncio.Event
+    ) -> datetime | None:
+        """Score what is ready in ``window``; return how far the watermark may move (None: stopped early)."""
+        ready, hold = await self._ready_roots(window, now, report)
+        known = self.state.scored_hashes(self.target.name, [r.trace_id for r in ready])
+        failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
+        todo = [r for r in ready if known.get(r.trace_id) != self.scorer.plan.config_hash and r.trace_id not in failed]
+        report.skipped["already scored"] += sum(1 for r in ready if r.trace_id in known and r not in todo)
+        self.scorer.telemetry.backlog(self.target.name, len(todo))
+        for batch in chunks(todo, self.batch_size):
+            if stop.is_set():
+                return None
+            await self._score_roots(batch, now, report)
+        return hold
+
+    async def _ready_roots(
+        self, window: TimeWindow, now: datetime, report: TickReport
+    ) -> tuple[list[TraceRoot], datetime]:
+        quiet_since = now - timedelta(seconds=self.target.quiet_period)
+        give_up_waiting = now - timedelta(seconds=self.target.unfinished_after)
+        hold = window.end
+        ready: dict[str, TraceRoot] = {}
+        async for root in self.client.reads.list_trace_roots(window, self.filter):
+            if root.trace_id in ready:
+                continue
+            report.seen += 1
+            self.scorer.telemetry.traces_seen(self.target.name)
+            if not sampled(root.trace_id, self.target.sample_rate):
+                report.skipped["sampled out"] += 1
+                continue
+            unfinished = root.end_time is None and root.start_time > give_up_waiting
+            if unfinished or (root.end_time is not None and root.end_time > quiet_since):
+                report.deferred += 1
+                hold = min(hold, root.start_time)
+                continue
+            ready[root.trace_id] = root
+        return list(ready.values()), hold
+
+    async def _score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
+        items: list[WorkItem] = []
+        found: set[str] = set()
+        async for trace in self.client.reads.fetch_traces(roots):
+            if trace.trace_id in found:
+                continue
+            found.add(trace.trace_id)
+            root = next(r for r in roots if r.trace_id == trace.trace_id)
+            if not trace.rows:
+                continue
+            sample = extract_sample(trace.rows, references=self.target.references, trace_id=trace.trace_id)
+            if root.end_time is None:
+                sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
+            items.append(WorkItem(sample, root.start_time, root.environment, json.dumps(root.row, default=str)))
+        scorable = {item.trace_id for item in items}
+        missing = [r.trace_id for r in roots if r.trace_id not in scorable]
+        if missing:
+            # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
+            report.skipped["no observations"] += len(missing)
+            self.scorer.telemetry.traces_skipped(self.target.name, "no observations", len(missing))
+            self.state.record_scored(self.target.name, missing, self.scorer.plan.config_hash, now)
+        if items:
+            await self.scorer.run(items, report, now)
+
+    async def retry_failures(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
+        """Score again the failed traces whose next try has come."""
+        due = self.state.due_failures(self.target.name, now, limit=self.batch_size)
+        roots = []
+        for failure in due:
+            try:
+                roots.append(trace_root_from_row(json.loads(failure.payload or "null")))
+            except (TypeError, ValueError, KeyError) as exc:
+                log.error("retry_unreadable", target=self.target.name, trace_id=failure.subject, error=str(exc))
+                self.state.record_failure(self.target.name, failure.subject, f"cannot retry: {exc}", None)
+        if roots and not stop.is_set():
+            log.info("retrying_failed_traces", target=self.target.name, traces=len(roots))
+            await self._score_roots(roots, now, report)
