@@ -1,0 +1,268 @@
+"""The production-trace source end to end on Langfuse v4: tick → scores posted, idempotently."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from tests.langfuse.fake import FakeClock, FakeLangfuse, V4Server
+from tests.worker.conftest import FLAKY, MakeHarness, agent_trace, traces_target
+from trace_scorer.langfuse import ScoreSubject, score_id
+
+
+def seed(v4: V4Server, clock: FakeClock, *trace_ids: str, minutes_ago: float = 30, **kw: object) -> None:
+    for index, trace_id in enumerate(trace_ids):
+        start = clock.now() - timedelta(minutes=minutes_ago) + timedelta(seconds=index)
+        v4.observations += agent_trace(trace_id, start, **kw)  # type: ignore[arg-type]
+
+
+def trace_scores(v4: V4Server, trace_id: str) -> dict[str, dict[str, object]]:
+    return {s["name"]: s for s in v4.scores.values() if s.get("traceId") == trace_id}
+
+
+async def test_tick_scores_finished_traces_and_moves_the_watermark(
+    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    seed(v4, clock, "t-ok")
+    seed(v4, clock, "t-wrong-city", city="Kyoto")
+    h = await harness()
+    context = await h.open()
+    report = await h.tick(context)
+
+    assert (report.seen, report.scored, report.failed) == (2, 2, 0)
+    ok = trace_scores(v4, "t-ok")
+    assert {n: s["value"] for n, s in ok.items()} == {
+        "tool_call_accuracy": 1.0,
+        "rouge": ok["rouge"]["value"],
+        "test_flaky": 1.0,
+        "quality": ok["quality"]["value"],
+    }
+    assert trace_scores(v4, "t-wrong-city")["tool_call_accuracy"]["value"] == 0.0
+    tca = ok["tool_call_accuracy"]
+    assert tca["id"] == score_id(ScoreSubject.trace("t-ok"), "tool_call_accuracy")
+    # Deterministic timestamp: the trace's start time, not the time of scoring.
+    root = next(r for r in v4.observations if r["id"] == "t-ok-root")
+    assert tca["timestamp"].startswith(root["startTime"][:19])
+    assert tca["metadata"]["config_hash"] == context.plans["agent"].config_hash
+    assert tca["metadata"]["target"] == "agent"
+    assert tca["comment"].startswith("1/1 reference calls matched")
+    assert tca["environment"] == "production"
+    assert tca["configId"]  # score configs were created at start-up and are used
+    assert context.state.watermark("agent") == clock.now() - timedelta(minutes=2)
+
+
+async def test_unfinished_and_recent_traces_wait_and_hold_the_watermark(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    seed(v4, clock, "t-old")
+    seed(v4, clock, "t-running", minutes_ago=20, ended=False)
+    seed(v4, clock, "t-just-ended", minutes_ago=4, duration=60)  # ended 3 minutes ago < quiet period of 5
+    h = await harness()
+    context = await h.open()
+    report = await h.tick(context)
+    assert report.scored == 1 and report.deferred == 2
+    running_start = next(r for r in v4.observations if r["id"] == "t-running-root")["startTime"]
+    watermark = context.state.watermark("agent")
+    assert watermark is not None and watermark.isoformat().startswith(running_start[:19])
+
+    # The running trace finishes; ten minutes later both are scored, t-old is not posted again.
+    for row in v4.observations:
+        if row["id"] == "t-running-root":
+            row["endTime"] = f_iso(clock.now() - timedelta(minutes=1))
+            row["output"] = json.dumps({"role": "assistant", "content": "It is 18 °C in Tokyo."})
+    posts_before = sum(len(p) for p in v4.score_posts)
+    clock.elapsed += 600
+    report = await h.tick(context)
+    assert report.scored == 2
+    assert sum(len(p) for p in v4.score_posts) - posts_before == 8  # 2 traces × 4 scores, none for t-old
+    posted_for_old = [s for post in v4.score_posts for s in post if s["traceId"] == "t-old"]
+    assert len(posted_for_old) == 4  # once, in the first tick
+
+
+def f_iso(moment: object) -> str:
+    from tests.langfuse.factories import iso
+
+    text = iso(moment)  # type: ignore[arg-type]
+    assert text is not None
+    return text
+
+
+async def test_restart_posts_nothing_twice_and_misses_nothing(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    seed(v4, clock, "t1", "t2", "t3")
+    h = await harness()
+    first = await h.open()
+    await h.tick(first)
+    posted = sum(len(p) for p in v4.score_posts)
+    assert posted == 12
+
+    seed(v4, clock, "t4", minutes_ago=1)  # starts after the watermark, while the worker is down
+    clock.elapsed += 600
+    restarted = await h.open()  # same state file
+    report = await h.tick(restarted)
+    assert report.scored == 1
+    assert sum(len(p) for p in v4.score_posts) == posted + 4
+    assert {s["traceId"] for s in v4.scores.values()} == {"t1", "t2", "t3", "t4"}
+    assert len(v4.scores) == 16  # exactly one score per (trace, name)
+
+
+async def test_configuration_change_rescores_with_the_same_ids(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    seed(v4, clock, "t1")
+    h = await harness()
+    await h.tick(await h.open())
+    before = {s["id"]: s for s in v4.scores.values()}
+
+    changed = traces_target(
+        metrics=[{"metric": "tool_call_accuracy"}, {"metric": "rouge", "variant": "rouge1"}, {"metric": "test_flaky"}]
+    )
+    h2 = await harness(changed)
+    h2.settings = h2.settings.model_copy(update={"state": h.settings.state})
+    context = await h2.open()
+    # The watermark already passed t1: the ledger, not the window, says it must be re-scored.
+    context.state.set_watermark("agent", clock.now() - timedelta(hours=1))
+    report = await h2.tick(context)
+    assert report.scored == 1
+    after = {s["id"]: s for s in v4.scores.values()}
+    assert set(after) == set(before)  # overwritten, not added
+    assert (
+        after[score_id(ScoreSubject.trace("t1"), "rouge")]["metadata"]["config_hash"]
+        == context.plans["agent"].config_hash
+    )
+    assert (
+        before[score_id(ScoreSubject.trace("t1"), "rouge")]["metadata"]["config_hash"]
+        != context.plans["agent"].config_hash
+    )
+
+
+async def test_sampling_is_deterministic(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
+    ids = [f"trace-{i:03d}" for i in range(40)]
+    seed(v4, clock, *ids)
+    h = await harness(traces_target(sample_rate=0.5))
+    report = await h.tick(await h.open())
+    scored = {s["traceId"] for s in v4.scores.values()}
+    assert report.skipped["sampled out"] == 40 - len(scored)
+    assert 10 <= len(scored) <= 30
+
+    from trace_scorer.worker.traces import sampled
+
+    assert scored == {t for t in ids if sampled(t, 0.5)}
+
+
+async def test_filters_reach_langfuse_and_the_judge_environment_is_excluded(
+    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    seed(v4, clock, "mine", name="weather-agent")
+    seed(v4, clock, "theirs", name="billing-agent")
+    seed(v4, clock, "judge-call", environment="trace-scorer")
+    h = await harness(traces_target(filter={"trace_name": "weather-agent"}))
+    await h.tick(await h.open())
+    assert {s["traceId"] for s in v4.scores.values()} == {"mine"}
+    root_queries = [
+        c.request.url.params
+        for c in fake.calls_to("GET", "/api/public/v2/observations")
+        if c.request.url.params.get("isRootObservation") == "true"
+    ]
+    assert root_queries and all("trace-scorer" in (q.get("filter") or "") for q in root_queries)
+
+
+async def test_failed_traces_are_retried_later_without_holding_the_watermark(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    seed(v4, clock, "good", "flaky")
+    FLAKY.add("flaky")
+    h = await harness(traces_target(retry_after="10m", max_tries=3))
+    context = await h.open()
+    report = await h.tick(context)
+    assert report.failed == 1 and report.scored == 1
+    assert context.state.watermark("agent") == clock.now() - timedelta(minutes=2)  # not held
+    # The scores that did succeed were posted; the failed metric was not.
+    assert set(trace_scores(v4, "flaky")) == {"tool_call_accuracy", "rouge", "quality"}
+    failure = context.state.failure("agent", "flaky")
+    assert failure is not None and failure.tries == 1
+
+    clock.elapsed += 300  # not due yet
+    assert (await h.tick(context)).failed == 0
+    clock.elapsed += 301  # due: still failing → second try, back-off doubles
+    assert (await h.tick(context)).failed == 1
+    failure = context.state.failure("agent", "flaky")
+    assert failure is not None and failure.tries == 2 and failure.next_try == clock.now() + timedelta(minutes=20)
+
+    FLAKY.clear()  # the judges are back
+    clock.elapsed += 1201
+    report = await h.tick(context)
+    assert report.scored == 1
+    assert trace_scores(v4, "flaky")["test_flaky"]["value"] == 1.0
+    assert context.state.failure("agent", "flaky") is None
+
+
+async def test_gives_up_after_max_tries(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
+    seed(v4, clock, "flaky")
+    FLAKY.add("flaky")
+    h = await harness(traces_target(retry_after="1m", max_tries=2))
+    context = await h.open()
+    await h.tick(context)
+    clock.elapsed += 61
+    report = await h.tick(context)
+    assert report.gave_up == 1
+    failure = context.state.failure("agent", "flaky")
+    assert failure is not None and failure.next_try is None
+    clock.elapsed += 86400
+    assert (await h.tick(context)).failed == 0
+
+
+async def test_langfuse_down_keeps_the_watermark_and_reposts_as_overwrite(
+    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    from tests.langfuse import factories as f
+    from trace_scorer.worker.batch import LangfuseUnavailable
+
+    seed(v4, clock, "t1", "t2")
+    h = await harness()
+    context = await h.open()
+    fake.fail_next("POST", "/api/public/scores", *[f.error("down", 503)] * 10)
+    try:
+        await h.tick(context)
+        raise AssertionError("the tick should report Langfuse unavailable")
+    except LangfuseUnavailable:
+        pass
+    assert context.state.watermark("agent") is None
+    assert context.state.scored_hashes("agent", ["t1", "t2"]) == {}
+
+    report = await h.tick(context)
+    assert report.scored == 2
+    assert len(v4.scores) == 8  # one per (trace, name): the retries upserted
+
+
+async def test_partly_rejected_batch_is_reported_and_not_resent(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    seed(v4, clock, "t1", "t2")
+    v4.reject_score = lambda body: "value out of range" if body["traceId"] == "t2" and body["name"] == "rouge" else None
+    h = await harness()
+    context = await h.open()
+    report = await h.tick(context)
+    assert report.scores_rejected == 1 and report.scores_posted == 7
+    assert report.scored == 2  # a rejection is final: both traces are done
+    posts = len(v4.score_posts)
+    clock.elapsed += 120
+    await h.tick(context)
+    assert len(v4.score_posts) == posts  # nothing re-sent
+
+
+async def test_requests_per_100_traces_on_v4(
+    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    seed(v4, clock, *[f"t{i:03d}" for i in range(100)])
+    h = await harness()
+    context = await h.open()
+    startup = len(fake.calls)
+    report = await h.tick(context)
+    assert report.scored == 100
+    calls = fake.calls[startup:]
+    reads = [c for c in calls if c.method == "GET"]
+    posts = [c for c in calls if c.method == "POST"]
+    print(f"\nv4: {len(reads)} reads and {len(posts)} score posts for 100 traces ({len(v4.scores)} scores)")
+    assert len(reads) <= 5 and len(posts) <= 2
