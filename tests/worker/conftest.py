@@ -181,7 +181,7 @@ MakeHarness = Callable[..., Awaitable[Harness]]
 
 
 @pytest.fixture
-async def harness(tmp_path: Path, clock: FakeClock) -> AsyncIterator[MakeHarness]:
+async def harness(tmp_path: Path, clock: FakeClock) -> AsyncIterator[MakeHarness]:  # noqa: F811
     made: list[Harness] = []
 
     async def make(*targets: dict[str, Any], **sections: Any) -> Harness:
