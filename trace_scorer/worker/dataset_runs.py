@@ -111,9 +111,8 @@ class DatasetRunSource:
             for i in items
             if known.get(i.trace_id) != self.scorer.plan.config_hash and (i.trace_id not in failed or i.trace_id in due)
         ]
-        report.skipped["already scored"] += sum(
-            1 for i in items if known.get(i.trace_id) == self.scorer.plan.config_hash
-        )
+        if already := sum(1 for i in items if known.get(i.trace_id) == self.scorer.plan.config_hash):
+            report.skipped["already scored"] += already
         for start in range(0, len(todo), self.batch_size):
             if stop.is_set():
                 return

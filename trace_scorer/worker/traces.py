@@ -96,7 +96,8 @@ class TraceSource:
         known = self.state.scored_hashes(self.target.name, [r.trace_id for r in ready])
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
         todo = [r for r in ready if known.get(r.trace_id) != self.scorer.plan.config_hash and r.trace_id not in failed]
-        report.skipped["already scored"] += sum(1 for r in ready if r.trace_id in known and r not in todo)
+        if already := sum(1 for r in ready if known.get(r.trace_id) == self.scorer.plan.config_hash):
+            report.skipped["already scored"] += already
         self.scorer.telemetry.backlog(self.target.name, len(todo))
         for batch in chunks(todo, self.batch_size):
             if stop.is_set():

@@ -1,0 +1,259 @@
+"""Dataset runs (experiments): items scored with their expected output, then the run, on v4 and v3."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from tests.langfuse import factories as f
+from tests.langfuse.fake import FakeClock, FakeLangfuse, V3Server, V4Server
+from tests.worker.conftest import MakeHarness, agent_trace
+from trace_scorer.langfuse import ScoreSubject, score_id
+
+CITIES = {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Oslo"}
+
+
+def bench_target(**overrides: Any) -> dict[str, Any]:
+    target: dict[str, Any] = {
+        "name": "bench",
+        "source": "dataset_runs",
+        "datasets": ["agent-bench"],
+        "lookback": "7d",
+        "quiet_period": "5m",
+        "metrics": [{"metric": "tool_call_accuracy"}, {"metric": "rouge"}],
+        "kpis": [{"name": "quality", "formula": "average"}],
+    }
+    target.update(overrides)
+    return target
+
+
+def expected(city: str) -> dict[str, Any]:
+    return {
+        "answer": f"In {city} it is 18 °C with light rain.",
+        "tool_calls": [{"name": "get_weather", "arguments": {"city": city}}],
+    }
+
+
+def add_run(v4: V4Server, run_id: str, name: str, start: datetime, answers: dict[str, str]) -> None:
+    """An experiment whose item for each dataset item called get_weather for the city in ``answers``."""
+    v4.experiments.append(f.experiment(run_id, name, "ds-1", start))
+    for index, (item_id, called_city) in enumerate(answers.items()):
+        trace_id = f"{run_id}-{item_id}"
+        t = start + timedelta(seconds=10 * index)
+        v4.observations += agent_trace(
+            trace_id,
+            t,
+            city=called_city,
+            environment="sdk-experiment",
+            answer=f"It is 18 °C in {called_city} with light rain.",
+        )
+        v4.items.append(
+            f.experiment_item(
+                f"{trace_id}-root", trace_id, run_id, name, item_id, t, expected_output=expected(CITIES[item_id])
+            )
+        )
+
+
+def run_scores(scores: dict[str, dict[str, Any]], run_id: str) -> dict[str, dict[str, Any]]:
+    return {s["name"]: s for s in scores.values() if s.get("datasetRunId") == run_id}
+
+
+async def test_items_scored_with_expected_output_then_the_run_once_quiet(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    v4.add_dataset("ds-1", "agent-bench")
+    start = clock.now() - timedelta(hours=1)
+    add_run(v4, "exp-1", "baseline", start, {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Bergen"})
+    h = await harness(bench_target())
+    context = await h.open()
+    report = await h.tick(context, "bench")
+    assert report.scored == 3
+    tca = {s["traceId"]: s["value"] for s in v4.scores.values() if s["name"] == "tool_call_accuracy"}
+    assert tca == {"exp-1-item-tokyo": 1.0, "exp-1-item-paris": 1.0, "exp-1-item-oslo": 0.0}
+    assert run_scores(v4.scores, "exp-1") == {}  # the run was just seen: not quiet yet
+
+    clock.elapsed += 301
+    report = await h.tick(context, "bench")
+    assert report.scored == 0 and report.runs_posted == 1
+    run = run_scores(v4.scores, "exp-1")
+    assert run["tool_call_accuracy"]["value"] == 2 / 3
+    assert run["tool_call_accuracy"]["id"] == score_id(ScoreSubject.run("exp-1"), "tool_call_accuracy")
+    assert "quality" in run and "traceId" not in run["quality"]
+    first_seen = context.state.run("bench", "exp-1")
+    assert first_seen is not None
+    assert run["rouge"]["timestamp"][:19] == first_seen.first_seen.isoformat()[:19]
+    assert run["tool_call_accuracy"]["comment"] == "mean of 3 samples"
+
+    posts = len(v4.score_posts)
+    clock.elapsed += 301
+    await h.tick(context, "bench")
+    assert len(v4.score_posts) == posts  # nothing changed: nothing re-posted
+
+
+async def test_more_items_update_the_run_with_the_same_ids(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    v4.add_dataset("ds-1", "agent-bench")
+    start = clock.now() - timedelta(hours=1)
+    add_run(v4, "exp-1", "baseline", start, {"item-tokyo": "Tokyo", "item-paris": "Lyon"})
+    h = await harness(bench_target())
+    context = await h.open()
+    await h.tick(context, "bench")
+    clock.elapsed += 301
+    await h.tick(context, "bench")
+    assert run_scores(v4.scores, "exp-1")["tool_call_accuracy"]["value"] == 0.5
+    count = len(v4.scores)
+
+    trace_id = "exp-1-item-oslo"
+    t = clock.now() - timedelta(minutes=1)
+    v4.observations += agent_trace(trace_id, t, city="Oslo", environment="sdk-experiment")
+    v4.items.append(
+        f.experiment_item(
+            f"{trace_id}-root", trace_id, "exp-1", "baseline", "item-oslo", t, expected_output=expected("Oslo")
+        )
+    )
+    await h.tick(context, "bench")  # the new item is scored; the run changed: wait for quiet again
+    clock.elapsed += 301
+    await h.tick(context, "bench")
+    assert run_scores(v4.scores, "exp-1")["tool_call_accuracy"]["value"] == 2 / 3
+    assert len(v4.scores) == count + 3  # the new trace's 3 scores; the run's scores were overwritten
+
+
+async def test_pass_at_k_across_the_runs_of_a_dataset(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
+    v4.add_dataset("ds-1", "agent-bench")
+    start = clock.now() - timedelta(hours=2)
+    # Three attempts at each question: Tokyo always right, Paris right twice, Oslo never.
+    add_run(v4, "exp-a", "attempt 1", start, {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Bergen"})
+    add_run(
+        v4,
+        "exp-b",
+        "attempt 2",
+        start + timedelta(minutes=10),
+        {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Bergen"},
+    )
+    add_run(
+        v4,
+        "exp-c",
+        "attempt 3",
+        start + timedelta(minutes=20),
+        {"item-tokyo": "Tokyo", "item-paris": "Lyon", "item-oslo": "Bergen"},
+    )
+    target = bench_target(
+        run_groups="dataset",
+        metrics=[
+            {"metric": "tool_call_accuracy"},
+            {"metric": "pass_at_k", "k": [1, 3], "correct_when": "tool_call_accuracy", "threshold": 1.0},
+        ],
+        kpis=[],
+    )
+    h = await harness(target)
+    context = await h.open()
+    await h.tick(context, "bench")
+    clock.elapsed += 301
+    report = await h.tick(context, "bench")
+    assert report.runs_posted == 3
+    for run_id in ("exp-a", "exp-b", "exp-c"):
+        run = run_scores(v4.scores, run_id)
+        assert run["pass_at_1"]["value"] == (1 + 2 / 3 + 0) / 3
+        assert run["pass_at_3"]["value"] == (1 + 1 + 0) / 3
+        assert run["pass_hat_3"]["value"] == 1 / 3
+        assert run["tool_call_accuracy"]["value"] == 5 / 9  # the group's mean over all its runs
+
+
+async def test_dataset_runs_on_a_v3_server(harness: MakeHarness, v3: V3Server, clock: FakeClock) -> None:
+    v3.add_dataset("ds-1", "agent-bench")
+    for item_id, city in CITIES.items():
+        v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=expected(city)))
+    start = clock.now() - timedelta(hours=1)
+    run = f.v3_dataset_run("run-1", "baseline", "ds-1", "agent-bench", start, start + timedelta(minutes=1))
+    v3.runs["agent-bench"] = [run]
+    for index, (item_id, city) in enumerate(CITIES.items()):
+        trace_id = f"run-1-{item_id}"
+        t = start + timedelta(seconds=index)
+        v3.add_trace(v3_agent_trace(trace_id, t, city if item_id != "item-oslo" else "Bergen"))
+        v3.run_items.append(f.v3_dataset_run_item(f"ri-{index}", run, item_id, trace_id, t))
+    h = await harness(bench_target())
+    context = await h.open()
+    assert context.info.generation == "v3"
+    report = await h.tick(context, "bench")
+    assert report.scored == 3
+    clock.elapsed += 301
+    assert (await h.tick(context, "bench")).runs_posted == 1
+    run_level = {s["name"]: s for s in v3.scores.values() if s.get("datasetRunId") == "run-1"}
+    assert run_level["tool_call_accuracy"]["value"] == 2 / 3
+
+
+def v3_agent_trace(trace_id: str, start: datetime, city: str) -> dict[str, Any]:
+    """The same agent run as `agent_trace`, in the v3 shape (a trace with its observations)."""
+    user = {"role": "user", "content": f"What's the weather in {city}?"}
+    return f.v3_trace(
+        trace_id,
+        start,
+        name="weather-agent",
+        input={"messages": [user]},
+        output={"role": "assistant", "content": f"It is 18 °C in {city} with light rain."},
+        observations=[
+            f.v3_observation(
+                f"{trace_id}-gen",
+                trace_id,
+                start + timedelta(seconds=1),
+                end=start + timedelta(seconds=2),
+                type="GENERATION",
+                name="OpenAI-generation",
+                input=[user],
+                output={
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": f'{{"city": "{city}"}}'},
+                        }
+                    ],
+                },
+            ),
+            f.v3_observation(
+                f"{trace_id}-tool",
+                trace_id,
+                start + timedelta(seconds=2),
+                end=start + timedelta(seconds=3),
+                type="TOOL",
+                name="get_weather",
+                input={"city": city},
+                output={"temperature": 18},
+            ),
+        ],
+    )
+
+
+async def test_production_traces_on_a_v3_server(
+    harness: MakeHarness, v3: V3Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    from tests.worker.conftest import traces_target
+
+    start = clock.now() - timedelta(minutes=30)
+    for index in range(3):
+        trace = v3_agent_trace(f"v3-t{index}", start + timedelta(seconds=index), "Tokyo")
+        trace["metadata"] = {
+            "expected_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}],
+            "expected_answer": "In Tokyo it is 18 °C with light rain.",
+        }
+        v3.add_trace(trace)
+    h = await harness(traces_target())
+    context = await h.open()
+    startup = len(fake.calls)
+    report = await h.tick(context)
+    assert report.scored == 3
+    values = {(s["traceId"], s["name"]): s["value"] for s in v3.scores.values()}
+    assert values[("v3-t0", "tool_call_accuracy")] == 1.0
+    assert len(values) == 12
+    calls = fake.calls[startup:]
+    print(
+        f"\nv3: {sum(c.method == 'GET' for c in calls)} reads and {sum(c.method == 'POST' for c in calls)} "
+        f"ingestion posts for 3 traces"
+    )
+    # A restart re-reads the window and posts nothing again.
+    events = len(v3.events)
+    await h.tick(await h.open())
+    assert len(v3.events) == events

@@ -1,0 +1,52 @@
+"""The worker service: requests per 100 traces on v3, the scheduler, and stopping cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from tests.langfuse.fake import FakeClock, FakeLangfuse, V3Server, V4Server
+from tests.worker.conftest import MakeHarness, agent_trace
+from tests.worker.test_dataset_runs import v3_agent_trace
+from trace_scorer.worker.service import Worker
+
+
+async def test_requests_per_100_traces_on_v3(
+    harness: MakeHarness, v3: V3Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    start = clock.now() - timedelta(minutes=30)
+    for index in range(100):
+        trace = v3_agent_trace(f"t{index:03d}", start + timedelta(seconds=index), "Tokyo")
+        trace["metadata"] = {"expected_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}]}
+        v3.add_trace(trace)
+    h = await harness()
+    context = await h.open()
+    startup = len(fake.calls)
+    assert (await h.tick(context)).scored == 100
+    calls = fake.calls[startup:]
+    reads = sum(c.method == "GET" for c in calls)
+    posts = sum(c.method == "POST" for c in calls)
+    print(f"\nv3: {reads} reads and {posts} ingestion posts for 100 traces")
+    # v3 has no bulk read of observations: one list page plus one /traces/{id} per trace.
+    assert reads <= 102 and posts <= 2
+
+
+async def test_scheduler_ticks_each_target_and_stops_cleanly(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    from tests.worker.conftest import traces_target
+
+    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    h = await harness(traces_target(interval=0.05))
+    context = await h.open()
+    worker = Worker(context, clock=clock.now)
+    running = asyncio.create_task(worker.run())
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if any(s["traceId"] == "t1" for s in v4.scores.values()):
+            break
+    worker.stop.set()
+    await asyncio.wait_for(running, timeout=5)
+    assert {s["traceId"] for s in v4.scores.values()} == {"t1"}
+    assert context.state.watermark("agent") is not None
+    assert context.ops.health.readiness().ok is False  # shutting down: no longer ready
