@@ -30,43 +30,40 @@ MISSING_RESOURCE = {
 }
 
 
+class _NamedOutcomes:
+    """What SampleResult and GroupResult share: outcomes by score name, some of them KPIs."""
+
+    outcomes: dict[str, Outcome]
+    kpi_names: frozenset[str]
+
+    def values(self, *, kpis: bool) -> dict[str, float]:
+        return {
+            name: o.value
+            for name, o in self.outcomes.items()
+            if isinstance(o, Score) and (name in self.kpi_names) == kpis
+        }
+
+    def reasons(self, kind: type[Skipped] | type[Failed]) -> dict[str, str]:
+        return {name: o.reason for name, o in self.outcomes.items() if isinstance(o, kind)}
+
+
 @dataclass
-class SampleResult:
+class SampleResult(_NamedOutcomes):
     """Everything computed for one sample, by score name (metrics first, then KPIs)."""
 
     sample: Sample
     outcomes: dict[str, Outcome]
     kpi_names: frozenset[str] = frozenset()
 
-    def values(self, *, kpis: bool) -> dict[str, float]:
-        return {
-            name: o.value
-            for name, o in self.outcomes.items()
-            if isinstance(o, Score) and (name in self.kpi_names) == kpis
-        }
-
-    def reasons(self, kind: type[Skipped] | type[Failed]) -> dict[str, str]:
-        return {name: o.reason for name, o in self.outcomes.items() if isinstance(o, kind)}
-
 
 @dataclass
-class GroupResult:
+class GroupResult(_NamedOutcomes):
     """Run-level results of one group: means of per-sample metrics, group metrics, run-level KPIs."""
 
     key: str
     size: int
     outcomes: dict[str, Outcome]
     kpi_names: frozenset[str] = frozenset()
-
-    def values(self, *, kpis: bool) -> dict[str, float]:
-        return {
-            name: o.value
-            for name, o in self.outcomes.items()
-            if isinstance(o, Score) and (name in self.kpi_names) == kpis
-        }
-
-    def reasons(self, kind: type[Skipped] | type[Failed]) -> dict[str, str]:
-        return {name: o.reason for name, o in self.outcomes.items() if isinstance(o, kind)}
 
 
 @dataclass

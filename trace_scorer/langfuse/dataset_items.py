@@ -1,4 +1,4 @@
-"""Dataset items by id, cached per dataset: many runs of one dataset share its items (pass@k)."""
+"""Datasets by name and dataset items by id, cached: many runs of one dataset share them (pass@k)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,33 @@ from urllib.parse import quote
 from langfuse.api import AsyncLangfuseAPI
 
 from trace_scorer.langfuse.clock import Clock
-from trace_scorer.langfuse.endpoints import DATASET_ITEM_GET
+from trace_scorer.langfuse.endpoints import DATASET_GET, DATASET_ITEM_GET
 from trace_scorer.langfuse.errors import LangfuseNotFoundError
 from trace_scorer.langfuse.transport import Transport
+from trace_scorer.langfuse.types import Dataset
 
 #: How long a cached item is trusted: an edited expected output is seen within this time.
 ITEM_TTL_SECONDS = 3600.0
 #: Items kept per dataset; the oldest entries go first beyond it.
 MAX_ITEMS_PER_DATASET = 20_000
+
+
+class DatasetsByName:
+    """``GET /api/public/v2/datasets/{name}`` once per name (both API generations have it)."""
+
+    def __init__(self, transport: Transport, api: AsyncLangfuseAPI) -> None:
+        self._transport = transport
+        self._api = api
+        self._datasets: dict[str, Dataset] = {}
+
+    async def get(self, name: str) -> Dataset:
+        if name not in self._datasets:
+            answer = await self._transport.call(
+                DATASET_GET,
+                lambda options: self._api.datasets.with_raw_response.get(quote(name, safe=""), request_options=options),
+            )
+            self._datasets[name] = Dataset(id=str(answer.body["id"]), name=str(answer.body["name"]))
+        return self._datasets[name]
 
 
 class DatasetItemCache:

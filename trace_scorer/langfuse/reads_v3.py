@@ -16,9 +16,8 @@ from urllib.parse import quote
 from langfuse.api import AsyncLangfuseAPI
 
 from trace_scorer.config.langfuse import LangfuseSettings
-from trace_scorer.langfuse.dataset_items import DatasetItemCache
+from trace_scorer.langfuse.dataset_items import DatasetItemCache, DatasetsByName
 from trace_scorer.langfuse.endpoints import (
-    DATASET_GET,
     DATASET_RUN_ITEMS,
     DATASET_RUNS,
     TRACE_GET,
@@ -60,7 +59,7 @@ class V3Reader:
         self._api = api
         self._limit = min(settings.page_size, LEGACY_MAX_LIMIT)
         self._items = items
-        self._datasets: dict[str, Dataset] = {}
+        self._datasets = DatasetsByName(transport, api)
 
     async def _pages(
         self, endpoint: Endpoint, path: str, params: Mapping[str, QueryValue]
@@ -121,15 +120,7 @@ class V3Reader:
     # --- datasets and runs -------------------------------------------------------------------
 
     async def get_dataset(self, name: str) -> Dataset:
-        if name not in self._datasets:
-            answer = await self._transport.call(
-                DATASET_GET,
-                lambda options: self._api.datasets.with_raw_response.get(
-                    quote(name, safe=""), request_options=options
-                ),
-            )
-            self._datasets[name] = Dataset(id=str(answer.body["id"]), name=str(answer.body["name"]))
-        return self._datasets[name]
+        return await self._datasets.get(name)
 
     async def list_experiments(
         self, datasets: Sequence[Dataset], since: datetime, until: datetime | None = None

@@ -10,7 +10,6 @@ import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import quote
 
 from langfuse.api import AsyncLangfuseAPI
 from langfuse.api.core.http_response import AsyncHttpResponse
@@ -18,9 +17,8 @@ from langfuse.api.core.request_options import RequestOptions
 
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.clock import Clock
-from trace_scorer.langfuse.dataset_items import DatasetItemCache
+from trace_scorer.langfuse.dataset_items import DatasetItemCache, DatasetsByName
 from trace_scorer.langfuse.endpoints import (
-    DATASET_GET,
     EXPERIMENT_ITEMS,
     EXPERIMENTS,
     OBSERVATIONS_V2,
@@ -74,7 +72,7 @@ class V4Reader:
         self._slack = timedelta(seconds=settings.trace_slack)
         #: Metadata keys returned untruncated (Langfuse cuts metadata values at 200 characters).
         self._expand_metadata = ",".join(expand_metadata) or None
-        self._datasets: dict[str, Dataset] = {}
+        self._datasets = DatasetsByName(transport, api)
         self.scanner = TraceScanner(
             pages=self._window_pages,
             fetch_one=self.fetch_trace,
@@ -158,15 +156,7 @@ class V4Reader:
     # --- datasets and experiments ------------------------------------------------------------
 
     async def get_dataset(self, name: str) -> Dataset:
-        if name not in self._datasets:
-            answer = await self._transport.call(
-                DATASET_GET,
-                lambda options: self._api.datasets.with_raw_response.get(
-                    quote(name, safe=""), request_options=options
-                ),
-            )
-            self._datasets[name] = Dataset(id=str(answer.body["id"]), name=str(answer.body["name"]))
-        return self._datasets[name]
+        return await self._datasets.get(name)
 
     async def list_experiments(
         self, datasets: Sequence[Dataset], since: datetime, until: datetime | None = None

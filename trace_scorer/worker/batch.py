@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
+from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject
 from trace_scorer.metrics.base import Failed, Skipped
@@ -88,6 +89,24 @@ class BatchResult:
     results: list[SampleResult]
     #: Traces whose scores all have a final answer (accepted or rejected).
     settled: set[str]
+
+
+class SourceBase:
+    """What both sources hold: their target, the Langfuse client, the state and the batch scorer."""
+
+    def __init__(
+        self,
+        target: TargetSettings,
+        settings: Settings,
+        client: LangfuseClient,
+        state: StateStore,
+        scorer: BatchScorer,
+    ) -> None:
+        self.target = target
+        self.client = client
+        self.state = state
+        self.scorer = scorer
+        self.batch_size = settings.worker.batch_size
 
 
 class BatchScorer:

@@ -27,7 +27,7 @@ from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, LangfuseC
 from trace_scorer.pipeline import SampleResult
 from trace_scorer.sample import Sample
 from trace_scorer.state import RunState, StateStore, StoredResult
-from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, TickReport, WorkItem
+from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, SourceBase, TickReport, WorkItem
 from trace_scorer.worker.outcomes import decode_outcomes, encode_outcomes, scores_to_post
 
 log = structlog.get_logger(__name__)
@@ -52,7 +52,7 @@ def item_document(item: ExperimentItem) -> dict[str, Any]:
     }
 
 
-class DatasetRunSource:
+class DatasetRunSource(SourceBase):
     """The ``dataset_runs`` source of one target."""
 
     def __init__(
@@ -63,11 +63,7 @@ class DatasetRunSource:
         state: StateStore,
         scorer: BatchScorer,
     ) -> None:
-        self.target = target
-        self.client = client
-        self.state = state
-        self.scorer = scorer
-        self.batch_size = settings.worker.batch_size
+        super().__init__(target, settings, client, state, scorer)
         self._datasets: list[Dataset] | None = None
         self._pattern = re.compile(target.run_name_pattern) if target.run_name_pattern else None
 

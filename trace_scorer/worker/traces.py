@@ -23,7 +23,7 @@ from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import LangfuseClient, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.state import StateStore
-from trace_scorer.worker.batch import BatchScorer, TickReport, WorkItem
+from trace_scorer.worker.batch import BatchScorer, SourceBase, TickReport, WorkItem
 
 log = structlog.get_logger(__name__)
 
@@ -55,7 +55,7 @@ def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot
         yield items[start : start + size]
 
 
-class TraceSource:
+class TraceSource(SourceBase):
     """The ``traces`` source of one target."""
 
     def __init__(
@@ -66,11 +66,7 @@ class TraceSource:
         state: StateStore,
         scorer: BatchScorer,
     ) -> None:
-        self.target = target
-        self.client = client
-        self.state = state
-        self.scorer = scorer
-        self.batch_size = settings.worker.batch_size
+        super().__init__(target, settings, client, state, scorer)
         self.filter = trace_filter(target, settings)
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
