@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "backfill":
             return asyncio.run(run_backfill(_worker_settings(args), args.target, args.start, args.end))
         if args.command == "check":
-            return asyncio.run(run_check(_worker_settings(args), Console()))
+            return asyncio.run(run_check(_worker_settings(args), table_console()))
     except (ConfigError, RegistryError) as exc:
         print(f"trace-scorer: configuration error:\n{exc}", file=sys.stderr)
         return EXIT_CONFIG

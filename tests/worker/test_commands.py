@@ -1,0 +1,84 @@
+"""`trace-scorer check` and `trace-scorer backfill` through the CLI, against the fake Langfuse."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.langfuse import factories as f
+from tests.langfuse.conftest import PUBLIC, SECRET
+from tests.langfuse.fake import BASE_URL, FakeLangfuse, V4Server
+from tests.worker.conftest import agent_trace
+from trace_scorer import cli
+
+CONFIG = f"""
+[log]
+level = "WARNING"
+[langfuse]
+base_url = "{BASE_URL}"
+[http]
+enabled = false
+[state]
+path = "state.db"
+[[targets]]
+name = "agent"
+max_window = "6h"
+  [targets.references]
+  expected = ["$.trace.metadata.expected_answer"]
+  reference_tool_calls = ["$.trace.metadata.expected_calls"]
+  [[targets.metrics]]
+  metric = "tool_call_accuracy"
+  [[targets.metrics]]
+  metric = "rouge"
+"""
+
+
+@pytest.fixture(autouse=True)
+def _workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "settings.toml").write_text(CONFIG)
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", PUBLIC)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
+    for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_check_prints_server_project_and_score_configs(v4: V4Server, capsys: pytest.CaptureFixture[str]) -> None:
+    v4.configs.append(f.score_config("cfg-9", "rouge"))
+    assert cli.main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert "server 4.60.0, API v4" in out and "project demo" in out
+    assert "rouge" in out and "cfg-9" in out
+    assert "tool_call_accuracy" in out and "missing (created by run)" in out
+    assert len(v4.configs) == 1  # check creates nothing
+
+
+def test_wrong_credentials_exit_2_with_a_clear_message(fake: FakeLangfuse, capsys: pytest.CaptureFixture[str]) -> None:
+    fake.on("GET", "/api/public/health", f.Reply(200, f.health()))
+    fake.on("GET", "/api/public/projects", f.Reply(401, {"message": "Invalid credentials"}))
+    assert cli.main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert BASE_URL in err and "LANGFUSE_PUBLIC_KEY" in err and SECRET not in err
+
+
+def test_backfill_scores_a_past_window_once(v4: V4Server, capsys: pytest.CaptureFixture[str]) -> None:
+    start = f.T0 + timedelta(hours=1)
+    for index in range(5):
+        v4.observations += agent_trace(f"old-{index}", start + timedelta(minutes=10 * index))
+    v4.observations += agent_trace("outside", start + timedelta(days=2))
+    args = ["backfill", "--target", "agent", "--from", start.date().isoformat(), "--to", "2026-10-01T12:00"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "5 seen, 5 scored" in out and "10 scores posted" in out
+    assert {s["traceId"] for s in v4.scores.values()} == {f"old-{i}" for i in range(5)}
+    assert cli.main(args) == 0  # a second backfill of the same window posts nothing
+    assert "5 seen, 0 scored" in capsys.readouterr().out
+    assert sum(len(p) for p in v4.score_posts) == 10
+
+
+def test_worker_commands_need_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "settings.toml").write_text(f'[langfuse]\nbase_url = "{BASE_URL}"\n')
+    assert cli.main(["run"]) == 2
+    assert "no [[targets]] configured" in capsys.readouterr().err
