@@ -82,6 +82,10 @@ KpiEntry = Annotated[
 ]
 
 
+#: ``group_by`` value meaning "every sample read is in one group" (e.g. pass@k over a whole file).
+ALL_SAMPLES = "*"
+
+
 class TargetSettings(StrictModel):
     """``[[targets]]``: one stream of work (production traces or dataset runs) and how to score it."""
 
@@ -89,8 +93,9 @@ class TargetSettings(StrictModel):
     source: Literal["traces", "dataset_runs"] = "traces"
     #: How often the worker looks for new work.
     interval: Duration = 60.0
-    #: Offline: the sample field that groups samples (e.g. "run_id"); group metrics and run-level KPIs
-    #: are computed per group. The dataset_runs source always groups by run.
+    #: Offline: the sample field that groups samples (e.g. "run_id", "metadata.KEY"), or "*" for one group
+    #: of all the samples read; group metrics and run-level KPIs are computed per group. The dataset_runs
+    #: source always groups by run.
     group_by: str | None = None
     metrics: list[MetricEntry] = Field(default_factory=list)
     kpis: list[KpiEntry] = Field(default_factory=list)
