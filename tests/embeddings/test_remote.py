@@ -212,3 +212,16 @@ async def test_a_closed_embedder_refuses_work(api: EmbeddingsAPI, make_embedder:
     await embedder.aclose()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         await selected.embed(["t"])
+    with pytest.raises(RuntimeError, match="closed"):
+        await embedder.embed(["t"])
+    assert api.requests == []
+
+
+async def test_stats_per_model(api: EmbeddingsAPI, make_embedder: EmbedderFactory) -> None:
+    embedder = await make_embedder(provider("p", "small", "large"))
+    await embedder.embed(["a b", "a b"])
+    await embedder.select("p/large").embed(["c"])
+    assert embedder.stats() == {
+        "p/small": {"texts_embedded": 1, "cache_hits": 1, "requests": 1, "tokens": 2},
+        "p/large": {"texts_embedded": 1, "cache_hits": 0, "requests": 1, "tokens": 1},
+    }

@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trace_scorer.config.common import ConfigError
 from trace_scorer.config.embeddings import LOCAL_PROVIDER, EmbeddingSettings
@@ -48,6 +48,7 @@ class EmbeddingModels:
         self._endpoints: dict[str, Endpoint] = {}
         self._built: dict[str, BatchingEmbedder] = {}
         self._local_paths: dict[str, str] = {}
+        self._closed = False
         self.default = self.resolve(default)  # a wrong default is found at start-up
 
     @property
@@ -81,6 +82,8 @@ class EmbeddingModels:
 
     def select(self, name: str | None = None) -> BatchingEmbedder:
         """The embedder of model ``name`` (None: the default), built on first use."""
+        if self._closed:
+            raise RuntimeError("the embedding models are closed")
         name = self.resolve(name)
         built = self._built.get(name)
         if built is None:
@@ -104,7 +107,13 @@ class EmbeddingModels:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.select().embed(texts)
 
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per model used so far: texts embedded, cache hits, requests, tokens and cost where known."""
+        return {name: embedder.stats() for name, embedder in self._built.items()}
+
     async def aclose(self) -> None:
+        """Close every model built and every endpoint opened. Idempotent."""
+        self._closed = True
         built, self._built = list(self._built.values()), {}
         for embedder in built:
             await embedder.aclose()
