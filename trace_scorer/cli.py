@@ -18,6 +18,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from trace_scorer import __version__
 from trace_scorer.config import ConfigError, MetricEntry, Settings, TargetSettings, load_settings
+from trace_scorer.config.targets import ALL_SAMPLES
+from trace_scorer.embeddings import build_embedder
 from trace_scorer.inputs import load_inputs
 from trace_scorer.judge import build_judge
 from trace_scorer.langfuse import LangfuseAuthError
@@ -104,6 +106,8 @@ def _choose_target(settings: Settings, name: str | None) -> tuple[int, TargetSet
 
 
 def _group_key(sample: Sample, field: str) -> str | None:
+    if field == ALL_SAMPLES:
+        return "all"
     if field.startswith("metadata."):
         value = sample.metadata.get(field.removeprefix("metadata."))
     else:
@@ -114,10 +118,14 @@ def _group_key(sample: Sample, field: str) -> str | None:
 async def _score(
     settings: Settings, target: TargetSettings, index: int, samples: list[Sample], show_progress: bool
 ) -> tuple[TargetPlan, list[SampleResult], list[GroupResult]]:
-    """Build the judge and the plan, score every sample, then the groups; the judge is closed in this loop."""
+    """Build the judge, the embedder and the plan, score every sample, then the groups; the judge and the
+    embedder are closed in this loop."""
     judge = build_judge(settings, tracing_default=False)
+    embedder = None
     try:
-        plan = build_plan(target, index=index, registry=default_registry(), resources=Resources(judge=judge))
+        embedder = build_embedder(settings)
+        resources = Resources(judge=judge, embedder=embedder)
+        plan = build_plan(target, index=index, registry=default_registry(), resources=resources)
         pipeline = Pipeline(plan)
         remote = any(not m.deterministic() for m in plan.sample_metrics)
         results: list[SampleResult] = []
@@ -145,6 +153,8 @@ async def _score(
             groups = [await pipeline.score_group(key, group) for key, group in members.items()]
         return plan, results, groups
     finally:
+        if embedder is not None:
+            await embedder.aclose()
         if judge is not None:
             await judge.aclose()
 

@@ -195,7 +195,8 @@ def configure_logging(level: str = "INFO", fmt: Literal["auto", "console", "json
             root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(level)
-    # httpx logs every request line at INFO: operator noise (the worker's tick event counts requests).
+    # httpx logs every request line at INFO: operator noise (the worker's tick event counts requests);
+    # sentence-transformers (local embeddings) its device and model path.
     quiet = logging.DEBUG if level == "DEBUG" else logging.WARNING
-    for name in ("httpx", "httpcore"):
+    for name in ("httpx", "httpcore", "sentence_transformers"):
         logging.getLogger(name).setLevel(quiet)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from trace_scorer.embeddings.build import NO_EMBEDDER_MESSAGE
 from trace_scorer.judge.build import NO_JUDGE_MESSAGE
 from trace_scorer.kpi.formulas import Kpi
 from trace_scorer.metrics.base import Failed, GroupInput, MetricOutput, Outcome, Score, Skipped
@@ -25,8 +26,7 @@ log = structlog.get_logger(__name__)
 #: Why a metric needing a resource is skipped when that resource is not configured.
 MISSING_RESOURCE = {
     "judge": NO_JUDGE_MESSAGE,
-    "embedder": "no embedding model is configured: add embedding_models to a [[providers]] section "
-    "(see docs/metrics.md)",
+    "embedder": NO_EMBEDDER_MESSAGE,
 }
 
 

@@ -83,7 +83,24 @@ class ProviderSettings(StrictModel):
         return self
 
 
-class JudgeSettings(StrictModel):
+class RetrySettings(StrictModel):
+    """How HTTP calls to a provider are retried; shared by ``[judge]`` and ``[embeddings]``."""
+
+    #: HTTP attempts per call on 429/5xx/timeouts (back-off: retry_initial_wait, ×2, up to retry_max_wait).
+    retry_attempts: int = Field(default=6, ge=1, le=20)
+    retry_initial_wait: Duration = 2.0
+    retry_max_wait: Duration = 30.0
+    #: A Retry-After longer than this (an exhausted daily quota) fails the call now instead of waiting.
+    max_retry_after: Duration = 300.0
+
+    @model_validator(mode="after")
+    def _waits_ordered(self) -> RetrySettings:
+        if self.retry_initial_wait > self.retry_max_wait:
+            raise ValueError("retry_initial_wait is longer than retry_max_wait")
+        return self
+
+
+class JudgeSettings(RetrySettings):
     """``[judge]``: how every judge call is made, whichever provider serves it."""
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -96,12 +113,6 @@ class JudgeSettings(StrictModel):
     conversation_max_chars: int = Field(default=100_000, ge=2000)
     #: Answers that do not validate against the schema are asked again this many times.
     validation_retries: int = Field(default=2, ge=0, le=10)
-    #: HTTP attempts per call on 429/5xx/timeouts (back-off: retry_initial_wait, ×2, up to retry_max_wait).
-    retry_attempts: int = Field(default=6, ge=1, le=20)
-    retry_initial_wait: Duration = 2.0
-    retry_max_wait: Duration = 30.0
-    #: A Retry-After longer than this (an exhausted daily quota) fails the call now instead of waiting.
-    max_retry_after: Duration = 300.0
     #: Identical requests answered from memory within one process (0 turns the cache off).
     cache_size: int = Field(default=10_000, ge=0)
     #: Record judge calls in Langfuse. Unset: on in the worker, off in offline ``score``.
@@ -118,9 +129,3 @@ class JudgeSettings(StrictModel):
                 "not starting with 'langfuse'"
             )
         return value
-
-    @model_validator(mode="after")
-    def _waits_ordered(self) -> JudgeSettings:
-        if self.retry_initial_wait > self.retry_max_wait:
-            raise ValueError("retry_initial_wait is longer than retry_max_wait")
-        return self

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from trace_scorer.config.common import ConfigError
+from trace_scorer.config.embeddings import EmbeddingSettings
 from trace_scorer.config.http import HttpSettings
 from trace_scorer.config.judge import JudgeSettings, ProviderSettings
 from trace_scorer.config.langfuse import LangfuseSettings
@@ -51,6 +52,7 @@ class Settings(BaseSettings):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     http: HttpSettings = Field(default_factory=HttpSettings)
 

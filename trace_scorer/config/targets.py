@@ -83,6 +83,10 @@ KpiEntry = Annotated[
 ]
 
 
+#: ``group_by`` value meaning "every sample read is in one group" (e.g. pass@k over a whole file).
+ALL_SAMPLES = "*"
+
+
 class TraceFilterSettings(StrictModel):
     """``[targets.filter]``: which traces a target reads (empty fields do not filter).
 
@@ -109,8 +113,9 @@ class TargetSettings(StrictModel):
     source: Literal["traces", "dataset_runs"] = "traces"
     #: How often the worker looks for new work.
     interval: Duration = 60.0
-    #: Offline: the sample field that groups samples (e.g. "run_id"); group metrics and run-level KPIs
-    #: are computed per group. The dataset_runs source always groups by run (see ``run_groups``).
+    #: Offline: the sample field that groups samples (e.g. "run_id", "metadata.KEY"), or "*" for one group
+    #: of all the samples read; group metrics and run-level KPIs are computed per group. The dataset_runs
+    #: source always groups by run (see ``run_groups``).
     group_by: str | None = None
     metrics: list[MetricEntry] = Field(default_factory=list)
     kpis: list[KpiEntry] = Field(default_factory=list)

@@ -27,7 +27,8 @@ NO_JUDGE_MESSAGE = (
 _NO_KEY = "no-key"
 
 
-def _api_key(index: int, name: str, variable: str | None, environ: Mapping[str, str]) -> str:
+def provider_api_key(index: int, name: str, variable: str | None, environ: Mapping[str, str]) -> str:
+    """The API key of ``providers[index]`` from the variable it names (ConfigError when unset)."""
     if variable is None:
         return _NO_KEY
     value = environ.get(variable, "").strip()
@@ -37,6 +38,15 @@ def _api_key(index: int, name: str, variable: str | None, environ: Mapping[str, 
             f"{name!r}) is not set"
         )
     return value
+
+
+def check_provider_names(settings: Settings) -> None:
+    """Provider names are how models are named (``provider/model-id``): each may be used once."""
+    names: set[str] = set()
+    for index, provider in enumerate(settings.providers):
+        if provider.name in names:
+            raise ConfigError(f"providers[{index}].name: provider name {provider.name!r} is used twice")
+        names.add(provider.name)
 
 
 def _tracer(settings: Settings, enabled: bool) -> JudgeTracer | None:
@@ -80,23 +90,13 @@ def build_judge(
     from trace_scorer.judge.retry import RetryPolicy
 
     environ = os.environ if environ is None else environ
-    names: set[str] = set()
-    for index, provider in enumerate(settings.providers):
-        if provider.name in names:
-            raise ConfigError(f"providers[{index}].name: provider name {provider.name!r} is used twice")
-        names.add(provider.name)
+    check_provider_names(settings)
     chat = [(i, p) for i, p in enumerate(settings.providers) if p.chat_models]
     if not chat:
         return None
     judge_settings = settings.judge
-    retry = RetryPolicy(
-        attempts=judge_settings.retry_attempts,
-        initial_wait=judge_settings.retry_initial_wait,
-        max_wait=judge_settings.retry_max_wait,
-        max_retry_after=judge_settings.max_retry_after,
-        sleep=sleep,
-    )
-    keys = [_api_key(i, p.name, p.api_key_env, environ) for i, p in chat]
+    retry = RetryPolicy.from_settings(judge_settings, sleep=sleep)
+    keys = [provider_api_key(i, p.name, p.api_key_env, environ) for i, p in chat]
     tracing = judge_settings.tracing if judge_settings.tracing is not None else tracing_default
     tracer = _tracer(settings, tracing)
     providers = [

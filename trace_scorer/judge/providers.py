@@ -64,6 +64,29 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
+def open_client(
+    settings: ProviderSettings, api_key: str, http_client: httpx.AsyncClient | None = None
+) -> tuple[httpx.AsyncClient, openai.AsyncOpenAI]:
+    """An ``openai`` client for the endpoint, over an httpx client whose pool fits its concurrency.
+
+    ``max_retries=0``: tenacity (RetryPolicy) is the only retry layer. The httpx client is returned so the
+    caller closes it with the openai client (``await client.close(); await http.aclose()``).
+    """
+    pool = httpx.Limits(max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency)
+    http = http_client or httpx.AsyncClient(limits=pool, timeout=settings.timeout)
+    client = openai.AsyncOpenAI(
+        base_url=settings.base_url,
+        api_key=api_key,
+        timeout=settings.timeout,
+        max_retries=0,
+        # A (legacy) httpx client, which openai accepts: its pool is sized to the provider's
+        # concurrency, and it is the transport respx mocks in the tests.
+        http_client=http,  # type: ignore[arg-type]
+        default_headers=settings.headers or None,
+    )
+    return http, client
+
+
 class Provider:
     """A configured endpoint, shared by every model it serves and every metric that asks it."""
 
@@ -83,20 +106,7 @@ class Provider:
             settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock
         )
         self._retry = retry
-        pool = httpx.Limits(
-            max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency
-        )
-        self._http = http_client or httpx.AsyncClient(limits=pool, timeout=settings.timeout)
-        self.client = openai.AsyncOpenAI(
-            base_url=settings.base_url,
-            api_key=api_key,
-            timeout=settings.timeout,
-            max_retries=0,
-            # A (legacy) httpx client, which openai accepts: its pool is sized to the provider's
-            # concurrency, and it is the transport respx mocks in the tests.
-            http_client=self._http,  # type: ignore[arg-type]
-            default_headers=settings.headers or None,
-        )
+        self._http, self.client = open_client(settings, api_key, http_client)
         self._modes: dict[str, StructuredOutput] = {}
 
     def price(self, model_id: str) -> ModelPrice | None:

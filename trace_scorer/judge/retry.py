@@ -27,6 +27,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
+from trace_scorer.config.judge import RetrySettings
 from trace_scorer.judge.limits import Sleep
 
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
@@ -100,6 +101,17 @@ class RetryPolicy:
     jitter: float = 1.0
     #: Injected so tests can record the waits instead of sleeping.
     sleep: Sleep = field(default=asyncio.sleep)
+
+    @classmethod
+    def from_settings(cls, settings: RetrySettings, sleep: Sleep = asyncio.sleep) -> RetryPolicy:
+        """The policy configured in ``[judge]`` or ``[embeddings]``."""
+        return cls(
+            attempts=settings.retry_attempts,
+            initial_wait=settings.retry_initial_wait,
+            max_wait=settings.retry_max_wait,
+            max_retry_after=settings.max_retry_after,
+            sleep=sleep,
+        )
 
     def retrying(self, on_retry_after: Callable[[float], None] | None = None) -> AsyncRetrying:
         """A fresh tenacity controller; ``on_retry_after`` hears of each server-requested wait."""

@@ -70,7 +70,8 @@ class GroupInput:
 class Resources:
     """Shared services a metric may declare a need for (see ``Metric.needs``).
 
-    ``judge`` is the LLM judge (trace_scorer.judge), ``embedder`` the embedding client. They are
+    ``judge`` is the LLM judge (trace_scorer.judge), ``embedder`` the embedding models
+    (trace_scorer.embeddings: an ``Embedder``, built by ``build_embedder``). They are
     ``None`` when not configured; the pipeline then skips the metrics that need them, with a reason.
     """
 

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from trace_scorer.config.settings import Settings
+from trace_scorer.embeddings import build_embedder
 from trace_scorer.judge import build_judge
 from trace_scorer.langfuse import LangfuseClient, TimeWindow
 from trace_scorer.metrics.base import Resources
@@ -82,11 +83,15 @@ async def run_backfill(settings: Settings, target_name: str, start: datetime, en
 async def run_check(settings: Settings, console: Console) -> int:
     """Validate everything the worker would, connect, and print what was found. Creates nothing."""
     judge = build_judge(settings, tracing_default=False)
+    embedder = build_embedder(settings)
     try:
-        plans = [build_plan(t, index=i, resources=Resources(judge=judge)) for i, t in enumerate(settings.targets)]
+        resources = Resources(judge=judge, embedder=embedder)
+        plans = [build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)]
     finally:
         if judge is not None:
             await judge.aclose()
+        if embedder is not None:
+            await embedder.aclose()
     async with LangfuseClient(settings.langfuse) as client:
         info = await client.connect()
         existing = {c.name: c for c in await client.score_configs.list()}

@@ -23,6 +23,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
+from trace_scorer.embeddings import build_embedder
 from trace_scorer.judge import build_judge
 from trace_scorer.langfuse import ConnectionInfo, LangfuseAuthError, LangfuseClient, LangfuseError
 from trace_scorer.metrics.base import Resources
@@ -75,6 +76,10 @@ async def open_context(
     if judge is not None:
         stack.push_async_callback(judge.aclose)
         resources.judge = judge
+    embedder = build_embedder(settings)
+    if embedder is not None:
+        stack.push_async_callback(embedder.aclose)
+        resources.embedder = embedder
     plans = {t.name: build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)}
 
     if client is None:

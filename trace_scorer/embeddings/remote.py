@@ -1,0 +1,100 @@
+"""Embedding models behind a provider's OpenAI-compatible ``POST /embeddings`` endpoint.
+
+The transport is the judge's: the ``openai`` client over a pooled httpx client (``open_client``), the
+tenacity retry policy that honours ``Retry-After`` (``RetryPolicy``), and per-provider bounds on requests
+in flight and per minute with a pause after a 429 (``ProviderLimits``). One :class:`Endpoint` per
+provider is shared by all its embedding models; its bounds are separate from the judge's chat calls to
+the same provider.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import openai
+
+from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.embeddings.base import BatchResult, EmbeddingError
+from trace_scorer.judge.limits import ProviderLimits, Sleep
+from trace_scorer.judge.providers import describe_error, open_client
+from trace_scorer.judge.retry import RetryPolicy
+from trace_scorer.judge.usage import Usage
+
+#: Refusals that are about what the request holds (too long a text, too many tokens in one request).
+_PER_INPUT_STATUSES = frozenset({400, 413, 422})
+
+
+class Endpoint:
+    """One provider's embeddings endpoint: its client, its limits, its retries."""
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        api_key: str,
+        retry: RetryPolicy,
+        *,
+        sleep: Sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = settings.name
+        self.settings = settings
+        self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock)
+        self._retry = retry
+        self._http, self._client = open_client(settings, api_key)
+        self._closed = False
+
+    async def embed(self, model_id: str, texts: Sequence[str]) -> BatchResult:
+        """One request (retried on 429/5xx/timeouts) for the vectors of ``texts``, in order."""
+        ref = f"{self.name}/{model_id}"
+        retrying = self._retry.retrying(on_retry_after=self.limits.pause)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with self.limits.slot():
+                        response = await self._client.embeddings.create(
+                            model=model_id, input=list(texts), encoding_format="float"
+                        )
+        except openai.OpenAIError as exc:
+            attempts = retrying.statistics.get("attempt_number", 1)
+            per_input = isinstance(exc, openai.APIStatusError) and exc.status_code in _PER_INPUT_STATUSES
+            times = "attempt" if attempts == 1 else "attempts"
+            raise EmbeddingError(ref, f"{describe_error(exc)} (after {attempts} {times})", per_input=per_input) from exc
+        data = sorted(response.data, key=lambda item: item.index)
+        if [item.index for item in data] != list(range(len(texts))):
+            raise EmbeddingError(ref, f"the endpoint answered {len(data)} vectors for {len(texts)} texts")
+        vectors = [np.asarray(item.embedding, dtype=np.float32) for item in data]
+        if len({v.shape for v in vectors}) > 1:
+            raise EmbeddingError(ref, "the endpoint answered vectors of different lengths")
+        usage = Usage(calls=1, cost=None)  # an endpoint that reports no usage: tokens and cost unknown
+        if response.usage is not None:
+            tokens = response.usage.prompt_tokens or 0
+            price = self.settings.prices.get(model_id)
+            usage = Usage(tokens, 0, 1, price.cost(tokens, 0) if price else None)
+        return BatchResult(vectors, usage)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._client.close()
+        await self._http.aclose()
+
+
+class RemoteBackend:
+    """One embedding model of an :class:`Endpoint` (which its owner closes)."""
+
+    def __init__(self, endpoint: Endpoint, model_id: str) -> None:
+        self._endpoint = endpoint
+        self._model = model_id
+
+    @property
+    def model_id(self) -> str:
+        return f"{self._endpoint.name}/{self._model}"
+
+    async def embed_batch(self, texts: Sequence[str]) -> BatchResult:
+        return await self._endpoint.embed(self._model, texts)
+
+    async def aclose(self) -> None:
+        """Nothing of its own: the endpoint is shared by the provider's models and closed by its owner."""
