@@ -99,9 +99,7 @@ done
 say "the entrypoint's command"
 entrypoint=$(sed -n 's/^ENTRYPOINT //p' "$dockerfile")
 [ "$entrypoint" = '["trace-scorer", "run"]' ] || fail "ENTRYPOINT is $entrypoint"
-# TODO(lead): `trace-scorer run` lands with the worker; then replace the next line with
-#   "$venv/bin/trace-scorer" run --help >/dev/null || fail "trace-scorer run --help"
-"$venv/bin/trace-scorer" score --help >/dev/null || fail "trace-scorer score --help"
+"$venv/bin/trace-scorer" run --help >/dev/null || fail "trace-scorer run --help"
 
 say "HEALTHCHECK command, as written in the Dockerfile"
 healthcheck=$(sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' "$dockerfile" | sed -n 's/^HEALTHCHECK .* CMD \(\[.*\]\)$/\1/p')
