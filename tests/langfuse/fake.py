@@ -51,7 +51,9 @@ class Call:
 
 
 class FakeLangfuse:
-    def __init__(self, router: respx.MockRouter, base_url: str = BASE_URL, contract: Contract | None = None) -> None:
+    def __init__(
+        self, router: respx.MockRouter, base_url: str = BASE_URL, contract: Contract | None = None
+    ) -> None:
         self.base_url = base_url
         self.contract = contract or get_contract()
         self.handlers: dict[tuple[str, str], Handler] = {}
@@ -85,7 +87,9 @@ class FakeLangfuse:
             self.violations.append(str(violation))
             raise
         key = (request.method, template)
-        params = self.contract.api.operation(request.method, request.url.raw_path.decode().split("?")[0]).path_params
+        params = self.contract.api.operation(
+            request.method, request.url.raw_path.decode().split("?")[0]
+        ).path_params
         call = Call(request.method, template, request, "?", self.clock.monotonic() if self.clock else None)
         self.calls.append(call)
         if self.faults[key]:
@@ -95,7 +99,9 @@ class FakeLangfuse:
                 raise httpx.ReadTimeout("timed out", request=request)
             if isinstance(fault, Disconnect):
                 call.status = "connection_error"
-                raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+                raise httpx.RemoteProtocolError(
+                    "Server disconnected without sending a response.", request=request
+                )
             reply = fault
         elif key in self.handlers:
             reply = self.handlers[key](request, dict(params))
@@ -178,7 +184,11 @@ class _Common:
 
     def _dataset(self, request: httpx.Request, params: dict[str, str]) -> Reply:
         name = params["datasetName"]
-        return Reply(200, self.datasets[name]) if name in self.datasets else _not_found(f"dataset {name} not found")
+        return (
+            Reply(200, self.datasets[name])
+            if name in self.datasets
+            else _not_found(f"dataset {name} not found")
+        )
 
     def _dataset_item(self, request: httpx.Request, params: dict[str, str]) -> Reply:
         item = self.dataset_items.get(params["id"])
@@ -313,7 +323,9 @@ class V3Server(_Common):
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
         return Reply(
             200,
-            f.v3_traces_page(rows[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(rows)),
+            f.v3_traces_page(
+                rows[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(rows)
+            ),
         )
 
     def _trace(self, request: httpx.Request, params: dict[str, str]) -> Reply:
@@ -326,7 +338,9 @@ class V3Server(_Common):
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
         return Reply(
             200,
-            f.v3_dataset_runs_page(runs[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(runs)),
+            f.v3_dataset_runs_page(
+                runs[(page - 1) * limit : page * limit], page=page, limit=limit, total=len(runs)
+            ),
         )
 
     def _run_items(self, request: httpx.Request, _: dict[str, str]) -> Reply:
