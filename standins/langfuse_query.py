@@ -223,7 +223,7 @@ def _string_op(operator: str, value: str, wanted: str, *, case_sensitive: bool) 
 
 def condition_holds(row: Mapping[str, Any], condition: Mapping[str, Any]) -> bool:
     """One structured filter condition on a row (v4 observation row or v3 trace)."""
-    kind, column, operator = condition["type"], condition["column"], condition["operator"]
+    kind, column, operator = str(condition["type"]), str(condition["column"]), str(condition["operator"])
     wanted: Any = condition.get("value")
     value = _column(row, column, condition.get("key"))
     if kind == "datetime":
@@ -237,9 +237,9 @@ def condition_holds(row: Mapping[str, Any], condition: Mapping[str, Any]) -> boo
         return _string_op(operator, _string(value), str(wanted), case_sensitive=not matches or column == "metadata")
     if kind in ("stringOptions", "categoryOptions"):
         if operator == "any of":
-            return value in wanted
+            return bool(value in wanted)
         if operator == "none of":
-            return value not in wanted
+            return bool(value not in wanted)
         raise UnsupportedQuery(f"{kind} operator {operator!r}")
     if kind == "arrayOptions":
         have = set(value or [])
@@ -248,7 +248,7 @@ def condition_holds(row: Mapping[str, Any], condition: Mapping[str, Any]) -> boo
         if operator == "none of":
             return not have & set(wanted)
         if operator == "all of":
-            return set(wanted) <= have
+            return bool(set(wanted) <= have)
         raise UnsupportedQuery(f"arrayOptions operator {operator!r}")
     if kind == "number":
         return _compare(operator, value, wanted)
@@ -268,9 +268,9 @@ def condition_holds(row: Mapping[str, Any], condition: Mapping[str, Any]) -> boo
         return _compare(operator, number, wanted)
     if kind == "boolean":
         if operator == "=":
-            return bool(value) == wanted
+            return bool(bool(value) == wanted)
         if operator == "<>":
-            return bool(value) != wanted
+            return bool(bool(value) != wanted)
         raise UnsupportedQuery(f"boolean operator {operator!r}")
     if kind == "null":
         if operator == "is null":
