@@ -53,6 +53,11 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TENANTS = ("acme", "globex", "initech", "umbrella")
 
 
+def _ms(moment: datetime) -> datetime:
+    """Cut to whole milliseconds, as Langfuse's times are (a trace starts when its root row says)."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
 def micros(moment: datetime) -> int:
     return (moment - EPOCH) // timedelta(microseconds=1)
 
@@ -111,6 +116,8 @@ class Scenario:
     datasets: tuple[DatasetSpec, ...] = (DatasetSpec(),)
     #: Seconds between experiment traces within a run.
     item_spacing: float = 2.0
+    #: Share of experiment item rows without an ``expectedOutput`` key (a reader joins the dataset item).
+    omit_expected_rate: float = 0.0
     #: Seconds after an event before its rows are visible.
     ingest_lag: float = 0.0
     #: Share of non-root observations that arrive late, and how much later (seconds).
@@ -248,7 +255,7 @@ class ProductionSource:
 
     def start_of(self, i: int) -> datetime:
         jitter = _fraction(self.scenario.seed, "jitter", i) * 0.5
-        return self.base + self._spacing * (i + jitter)
+        return _ms(self.base + self._spacing * (i + jitter))
 
     def trace_id(self, i: int) -> str:
         return hex_id(f"{self.scenario.seed}:p:{i}", 16) + f"{i:016x}"
@@ -329,7 +336,7 @@ class Corpus:
         s = self.scenario
         end = datetime.fromisoformat(s.end) if s.end else (now or datetime.now(UTC))
         self.end = end.astimezone(UTC).replace(microsecond=end.microsecond // 1000 * 1000)
-        base = self.end - timedelta(seconds=s.spacing * s.traces)
+        base = _ms(self.end - timedelta(seconds=s.spacing * s.traces))
         self.production = ProductionSource(s, base)
         self.experiments_source = ListSource("experiment")
         self.extra = ListSource("extra")
@@ -414,7 +421,7 @@ class Corpus:
                 n = 0
                 for k, item_id in enumerate(item_ids):
                     for attempt in range(spec.attempts):
-                        start = run_start + timedelta(seconds=s.item_spacing * n)
+                        start = _ms(run_start + timedelta(seconds=s.item_spacing * n))
                         n += 1
                         trace_id = hex_id(f"{s.seed}:exp:{spec.name}:{run}:{k}:{attempt}", 32)
                         fmt = s.formats[int(_fraction(s.seed, "exp-format", trace_id) * len(s.formats))]
@@ -427,7 +434,7 @@ class Corpus:
         assert header.experiment is not None and rendered.task is not None
         item = self.dataset_items[header.experiment.dataset_item_id]
         root = rendered.root.row
-        return {
+        row = {
             "id": root["id"],
             "traceId": header.trace_id,
             "startTime": root["startTime"],
@@ -445,6 +452,9 @@ class Corpus:
             "metadata": {},
             "experimentItemMetadata": meta(item["metadata"]),
         }
+        if _fraction(self.scenario.seed, "omit-expected", item["id"]) < self.scenario.omit_expected_rate:
+            del row["expectedOutput"]
+        return row
 
     def experiment_item_rows(self) -> list[dict[str, Any]]:
         """Every experiment item row (v4 ``/experiment-items`` shape), rendered once and kept (small)."""

@@ -44,10 +44,12 @@ class StandinHandle:
     def __init__(self, url: str) -> None:
         self.url = url
         self._control = httpx.Client(base_url=url, timeout=30.0)
+        self.stopped = False
 
     # --- lifecycle (subclasses) ------------------------------------------------------------------
 
     def stop(self) -> None:
+        self.stopped = True
         self._control.close()
 
     def __enter__(self) -> Self:
@@ -155,7 +157,7 @@ class LangfuseHandle(StandinHandle):
         return list(self._post("traces", {"traces": list(traces)})["added"])
 
     def set_options(self, **options: Any) -> dict[str, Any]:
-        """``page_overlap`` (rows repeated at the top of each next page), ``validate_answers``."""
+        """``repeat_boundary_rows`` (duplicates across pages), ``validate_answers`` (all, sample, none)."""
         return dict(self._post("options", options))
 
     def corpus(self, ids: str | None = None, environment: str | None = None) -> dict[str, Any]:

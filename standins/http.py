@@ -230,6 +230,10 @@ class HttpServer:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             return
+        except asyncio.CancelledError:
+            # The server is stopping. End the task normally: asyncio's stream callback (3.11) reports a
+            # cancelled connection task as an error.
+            return
         finally:
             if task is not None:
                 self._connections.discard(task)

@@ -43,7 +43,7 @@ from standins import langfuse_query as q
 from standins.base import Routed, StandinApp
 from standins.faults import FaultConfig, format_retry_after
 from standins.formats import PROJECT_ID
-from standins.generate import Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
+from standins.generate import EPOCH, Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
 from standins.http import Request, Response
 from standins.score_store import ScoreStore
 from tests.contract import Contract, ContractViolation, get_contract
@@ -85,9 +85,10 @@ class LangfuseOptions:
     secret_key: str = SECRET_KEY
     scenario: Scenario = field(default_factory=Scenario)
     faults: FaultConfig = field(default_factory=FaultConfig)
-    #: Fault: each next observation page repeats this many rows of the previous one (duplicates across
-    #: pages, as an unmerged ClickHouse gives).
-    page_overlap: int = 0
+    #: Fault: the observation cursor carries only the last row's start time (as a timestamp cursor
+    #: would), so each next page repeats the previous page's last rows — duplicates across a page
+    #: boundary, still in startTime order.
+    repeat_boundary_rows: bool = False
     #: Answers checked against the contract: "all"; "sample" (lists: at most ``SAMPLE_ROWS`` rows of each
     #: answer, spread over it — the package's models take ~0.4 ms a row, too slow for 100,000-trace
     #: benchmarks); "none". Requests are always checked in full.
@@ -313,7 +314,15 @@ class LangfuseApp(StandinApp):
                 message.ParseFromString(request.body)
             except DecodeError as error:
                 raise ContractViolation(f"OTLP: the body is not an ExportTraceServiceRequest: {error}") from None
-            return dict(MessageToDict(message))
+            # OTLP/JSON writes enums as integers and ids as hex (protobuf's JSON mapping: names, base64).
+            body = dict(MessageToDict(message, use_integers_for_enums=True))
+            for resource in body.get("resourceSpans") or []:
+                for scope in resource.get("scopeSpans") or []:
+                    for span in scope.get("spans") or []:
+                        for key in ("traceId", "spanId", "parentSpanId"):
+                            if span.get(key):
+                                span[key] = base64.b64decode(span[key]).hex()
+            return body
         if content_type == "application/json":
             try:
                 body = json.loads(request.body)
@@ -472,8 +481,10 @@ class LangfuseApp(StandinApp):
         page = page[:limit]
         cursor = None
         if more:
-            overlap = min(self.options.page_overlap, len(page) - 1)
-            cursor = _encode_key(page[-1 - overlap][0])
+            last = page[-1][0]
+            if self.options.repeat_boundary_rows and page[0][0][0] != last[0]:
+                last = (last[0], "", -1)  # before every row of that start time: they come again
+            cursor = _encode_key(last)
         data = [_truncate_metadata(q.project(row, fields), expand) for _, row in page]
         self.rows_served += len(data)
         return 200, {"data": data, "meta": {"cursor": cursor} if cursor else {}}
@@ -508,7 +519,7 @@ class LangfuseApp(StandinApp):
         reach = timedelta(0) if roots_only else self.corpus.max_duration
         upper = high
         if after is not None:
-            cursor_time = datetime.fromtimestamp(-after[0] / 1e6, UTC)
+            cursor_time = EPOCH + timedelta(microseconds=-after[0])
             upper = cursor_time if upper is None else min(upper, cursor_time)
         if trace_ids:
             headers: Iterator[TraceHeader] = iter(
@@ -923,7 +934,7 @@ class LangfuseApp(StandinApp):
             "score_writes": self.store.writes,
             "otel_requests": self.otel_requests,
             "otel_spans": self.otel_spans,
-            "page_overlap": self.options.page_overlap,
+            "repeat_boundary_rows": self.options.repeat_boundary_rows,
         }
 
     async def control(self, request: Request, name: str) -> Response | None:
@@ -960,14 +971,18 @@ class LangfuseApp(StandinApp):
             return Response.json(200, {"added": [h.trace_id for h in headers]})
         if method == "POST" and name == "options":
             body = request.json() or {}
-            if "page_overlap" in body:
-                self.options.page_overlap = int(body["page_overlap"])
+            if "repeat_boundary_rows" in body:
+                self.options.repeat_boundary_rows = bool(body["repeat_boundary_rows"])
             if "validate_answers" in body:
                 if body["validate_answers"] not in ("all", "sample", "none"):
                     raise ValueError("validate_answers is all, sample or none")
                 self.options.validate_answers = str(body["validate_answers"])
             return Response.json(
-                200, {"page_overlap": self.options.page_overlap, "validate_answers": self.options.validate_answers}
+                200,
+                {
+                    "repeat_boundary_rows": self.options.repeat_boundary_rows,
+                    "validate_answers": self.options.validate_answers,
+                },
             )
         if method == "GET" and name == "otel":
             return Response.json(
@@ -1011,13 +1026,14 @@ def options_to_argv(options: LangfuseOptions) -> list[str]:
         "--generation", options.generation,
         "--scenario-json", json.dumps(options.scenario.to_dict()),
         "--faults-json", json.dumps(options.faults.to_dict()),
-        "--page-overlap", str(options.page_overlap),
         "--cache-size", str(options.cache_size),
         "--public-key", options.public_key,
         "--secret-key", options.secret_key,
     ]  # fmt: skip
     if options.version:
         argv += ["--version", options.version]
+    if options.repeat_boundary_rows:
+        argv.append("--repeat-boundary-rows")
     argv += ["--validate-answers", options.validate_answers]
     if not options.keep_score_details:
         argv.append("--no-score-details")
@@ -1047,7 +1063,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
     parser.add_argument("--rate-5xx", type=float)
     parser.add_argument("--rate-drop", type=float)
     parser.add_argument("--faults-json", default="{}", help="any FaultConfig field, as JSON (flags above win)")
-    parser.add_argument("--page-overlap", type=int, default=0)
+    parser.add_argument("--repeat-boundary-rows", action="store_true", help="duplicate rows across pages")
     parser.add_argument("--cache-size", type=int, default=4096)
     parser.add_argument("--validate-answers", choices=("all", "sample", "none"), default="all")
     parser.add_argument("--no-score-details", action="store_true")
@@ -1067,7 +1083,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
         secret_key=args.secret_key,
         scenario=Scenario.from_dict(scenario),
         faults=FaultConfig.from_dict(faults),
-        page_overlap=args.page_overlap,
+        repeat_boundary_rows=args.repeat_boundary_rows,
         validate_answers=args.validate_answers,
         keep_score_details=not args.no_score_details,
         cache_size=args.cache_size,

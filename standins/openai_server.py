@@ -125,6 +125,22 @@ class Synthesizer:
             schema = node
         return schema
 
+    def described(self, name: str) -> str | None:
+        """A goal or end state read from the rendered conversation (``[n] user: …`` lines), as a judge
+        would describe them: distinct conversations get distinct descriptions."""
+        if name not in ("user_goal", "end_state"):
+            return None
+        role = "user" if name == "user_goal" else "assistant"
+        lines = re.findall(rf"^\[\d+\] {role}: (.+)$", self.prompt, re.MULTILINE)
+        final = re.findall(r"^\[final answer\]: (.+)$", self.prompt, re.MULTILINE)
+        if name == "end_state" and final:
+            lines = final
+        if not lines:
+            return None
+        chosen = lines[0] if name == "user_goal" else lines[-1]
+        prefix = "The user wanted: " if name == "user_goal" else "By the end: "
+        return prefix + chosen.strip()[:200]
+
     def value(self, schema: dict[str, Any], name: str = "") -> Any:
         schema = self.resolve(schema)
         for key in ("anyOf", "oneOf"):
@@ -153,7 +169,7 @@ class Synthesizer:
             high = int(schema.get("maxItems", max(low, 3)))
             return [self.value(schema.get("items") or {}, name) for _ in range(self.rng.randint(low, max(low, high)))]
         if kind == "string":
-            text = self.rng.choice(SENTENCES)
+            text = self.described(name) or self.rng.choice(SENTENCES)
             low = int(schema.get("minLength", 0))
             if len(text) < low:
                 text = (text + " ") * (low // len(text) + 1)
