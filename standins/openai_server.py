@@ -137,7 +137,7 @@ class Synthesizer:
             lines = final
         if not lines:
             return None
-        chosen = lines[0] if name == "user_goal" else lines[-1]
+        chosen = str(lines[0] if name == "user_goal" else lines[-1])
         prefix = "The user wanted: " if name == "user_goal" else "By the end: "
         return prefix + chosen.strip()[:200]
 
@@ -243,6 +243,13 @@ def embedding(text: str, dim: int) -> list[float]:
     vector = values[:dim]
     norm = sum(v * v for v in vector) ** 0.5 or 1.0
     return [v / norm for v in vector]
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, str):
+        raw = base64.b64decode(value)
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    return value
 
 
 def _tokens(text: str) -> int:
@@ -428,8 +435,11 @@ class OpenAIApp(StandinApp):
         from openai.types.chat import ChatCompletion
 
         model: Any = ChatCompletion if kind == "chat" else CreateEmbeddingResponse
+        checked = payload
+        if kind == "embeddings":  # base64 vectors are decoded by the client before its model sees them
+            checked = {**payload, "data": [{**d, "embedding": _decoded(d["embedding"])} for d in payload["data"]]}
         try:
-            model.model_validate(payload)
+            model.model_validate(checked)
         except pydantic.ValidationError as error:
             self.violation(f"answer: {error}")
             return self.error_response(400, f"stand-in answer violates the openai models: {error}")
