@@ -17,8 +17,11 @@ do not (score batches differ, reads differ by window or cursor).
 from __future__ import annotations
 
 import hashlib
+import math
 import random
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -49,6 +52,11 @@ class FaultConfig:
     rate_drop: float = 0.0
     #: Connections closed before any answer.
     rate_reset: float = 0.0
+    #: Plan limit: at most this many requests (of the routes below) per fixed window that starts with its
+    #: first request, as Langfuse Cloud counts; beyond it, 429 with Retry-After = the rest of the
+    #: window. 0: no limit.
+    requests_per_window: int = 0
+    window_seconds: float = 60.0
     #: Routes the rates apply to (labels or paths); None: every API route.
     routes: list[str] | None = None
     seed: int = 0
@@ -106,14 +114,32 @@ def route_matches(route: str, selectors: list[str] | None) -> bool:
 
 
 class FaultEngine:
-    def __init__(self, config: FaultConfig | None = None) -> None:
+    def __init__(self, config: FaultConfig | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config or FaultConfig()
         self._random = random.Random(self.config.seed)
         self.script: deque[ScriptedFault] = deque()
+        self._clock = clock
+        self._window_start: float | None = None
+        self._window_count = 0
 
     def configure(self, config: FaultConfig) -> None:
         self.config = config
         self._random = random.Random(config.seed)
+        self._window_start = None
+        self._window_count = 0
+
+    def _over_plan(self) -> float | None:
+        """Seconds left in the current window when this request is over the plan's limit, else None."""
+        config = self.config
+        if config.requests_per_window <= 0:
+            return None
+        now = self._clock()
+        if self._window_start is None or now >= self._window_start + config.window_seconds:
+            self._window_start, self._window_count = now, 0
+        self._window_count += 1
+        if self._window_count <= config.requests_per_window:
+            return None
+        return max(0.001, self._window_start + config.window_seconds - now)
 
     def add_script(self, faults: list[ScriptedFault]) -> None:
         self.script.extend(faults)
@@ -136,6 +162,11 @@ class FaultEngine:
                 decision.status = scripted.status
                 return decision
         if not route_matches(route, config.routes):
+            return decision
+        wait = self._over_plan()
+        if wait is not None:
+            decision.kind = "429"
+            decision.retry_after = math.ceil(wait) if config.window_seconds >= 1 else round(wait, 3)
             return decision
         draw = self._random.random()
         for kind, rate in (

@@ -94,7 +94,7 @@ async def client_for() -> AsyncIterator[MakeClient]:
             "public_key": handle.public_key,
             "secret_key": SecretStr(secret or handle.secret_key),
             "timeout": 10.0,
-            "retry": RetrySettings(initial=0.05, max=0.5, max_attempts=10),
+            "retry": RetrySettings(initial=0.02, max=0.2, max_attempts=10),
         }
         values.update(overrides)
         client = LangfuseClient(LangfuseSettings(**values))

@@ -100,6 +100,17 @@ def test_scripted_faults_come_first_and_wait_for_their_route() -> None:
     assert not engine.script
 
 
+def test_a_plan_limit_counts_fixed_windows() -> None:
+    now = [100.0]
+    engine = FaultEngine(FaultConfig(requests_per_window=3, window_seconds=60), clock=lambda: now[0])
+    assert [engine.decide("GET /x").kind for _ in range(3)] == [None, None, None]
+    now[0] = 120.0
+    over = engine.decide("GET /x")
+    assert (over.kind, over.retry_after) == ("429", 40)  # the window started at 100: 40 s left
+    now[0] = 160.0  # a new window starts with the next request
+    assert engine.decide("GET /x").kind is None
+
+
 def test_fault_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="unknown fault settings"):
         FaultConfig.from_dict({"rate429": 0.1})

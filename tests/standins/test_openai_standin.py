@@ -221,7 +221,7 @@ async def test_429s_are_waited_out_by_the_judge(start_llm: StartOpenAI) -> None:
 async def test_server_errors_and_dropped_connections_are_retried(start_llm: StartOpenAI) -> None:
     llm = start_llm()
     llm.set_faults(rate_5xx=0.15, rate_drop=0.1, rate_reset=0.05, seed=2)
-    results, _ = await score_all(llm, samples(4))
+    results, _ = await score_all(llm, samples(3))
     assert all(isinstance(r, Score) for row in results for r in row)
     outcomes = llm.request_counts()["POST /v1/chat/completions"]
     assert outcomes.get("503") and outcomes.get("dropped") and outcomes.get("reset")
