@@ -515,3 +515,40 @@ def test_handles_describe_what_they_hold(start_lf: StartLangfuse) -> None:
     assert len(items) == 20
     stats = lf.stats()
     assert json.loads(json.dumps(stats)) == stats
+
+
+# --- the peer a user would otherwise use ---------------------------------------------------------------------
+
+
+def test_the_packages_own_batch_evaluation_runs_against_the_stand_in(start_lf: StartLangfuse) -> None:
+    """``Langfuse.run_batched_evaluation`` (the benchmark's peer) reads and scores through the same routes."""
+    from langfuse import Langfuse
+    from langfuse.batch_evaluation import EvaluatorInputs
+    from langfuse.experiment import Evaluation
+
+    scenario = small_scenario(datasets=())
+    lf = start_lf(scenario=scenario, public_key="pk-lf-peer")  # its own key: the package keeps one client per key
+    client = Langfuse(public_key=lf.public_key, secret_key=lf.secret_key, base_url=lf.url)
+
+    def mapper(*, item: Any) -> EvaluatorInputs:
+        return EvaluatorInputs(input=item.input, output=item.output, expected_output=None, metadata={})
+
+    def length(*, input: Any, output: Any, expected_output: Any = None, metadata: Any = None, **_: Any) -> Evaluation:
+        return Evaluation(name="answer_length", value=float(len(output or "")))
+
+    only_roots = json.dumps(
+        [
+            {"type": "boolean", "column": "isRootObservation", "operator": "=", "value": True},
+            {"type": "stringOptions", "column": "environment", "operator": "any of", "value": ["production"]},
+        ]
+    )
+    try:
+        result = client.run_batched_evaluation(
+            mapper=mapper, evaluators=[length], filter=only_roots, fetch_batch_size=25, max_concurrency=4
+        )
+        client.flush()
+    finally:
+        client.shutdown()
+    assert result.completed and result.total_items_processed == 60
+    assert lf.score_summary()["stored"] == 60  # one score per root observation (its own random ids)
+    assert lf.count("GET /api/public/v2/observations") >= 3
