@@ -530,7 +530,7 @@ def test_the_packages_own_batch_evaluation_runs_against_the_stand_in(start_lf: S
     lf = start_lf(scenario=scenario, public_key="pk-lf-peer")  # its own key: the package keeps one client per key
     client = Langfuse(public_key=lf.public_key, secret_key=lf.secret_key, base_url=lf.url)
 
-    def mapper(*, item: Any) -> EvaluatorInputs:
+    def mapper(*, item: Any, **_: Any) -> EvaluatorInputs:
         return EvaluatorInputs(input=item.input, output=item.output, expected_output=None, metadata={})
 
     def length(*, input: Any, output: Any, expected_output: Any = None, metadata: Any = None, **_: Any) -> Evaluation:
