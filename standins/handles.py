@@ -194,8 +194,6 @@ class _Process:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
 
     @property
     def pid(self) -> int:
@@ -240,20 +238,32 @@ def spawn(
         cwd=REPO_ROOT,
         env=env,
     )
-    line: list[str] = []
+    announced: list[dict[str, Any]] = []
+    ready = threading.Event()
 
-    def read() -> None:
+    def drain() -> None:
+        """Find the announcement, then keep reading stdout so the pipe never fills and blocks the server."""
         assert process.stdout is not None
-        line.append(process.stdout.readline())
+        for line in process.stdout:
+            if not announced:
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    value = None
+                if isinstance(value, dict) and "port" in value:
+                    announced.append(value)
+                    ready.set()
+                    continue
+            sys.stderr.write(line)
+        ready.set()
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if not line or not line[0].strip():
+    threading.Thread(target=drain, name=f"{module}-stdout", daemon=True).start()
+    ready.wait(timeout)
+    if not announced:
         process.kill()
         process.wait(10)
         raise RuntimeError(f"{module} did not announce its port within {timeout:.0f} s (exit code {process.poll()})")
-    return process, json.loads(line[0])
+    return process, announced[0]
 
 
 def start_langfuse(options: Any = None, *, mode: str = "thread") -> LangfuseHandle:
