@@ -1,7 +1,8 @@
 """Benchmark: the three judged metrics over many traces against a loopback OpenAI-compatible server.
 
-The server (a separate process, so it does not share the client's event loop) answers every
-chat-completion request after a fixed delay with a valid answer for the schema asked. The client side is
+The server is the shared OpenAI-compatible stand-in (``standins.openai_server``), run as a separate
+process so it does not share the client's event loop: it answers every chat-completion request after a
+fixed delay with a valid answer for the schema asked, derived from a hash of the request. The client side is
 what the pipeline does: each metric's ``score`` awaited per sample, samples run with ``asyncio.gather``
 bounded by a semaphore, the judge's concurrency bound per provider. With N LLM calls, a delay d and a
 concurrency c, no schedule can finish faster than N·d/c: the figure printed is wall time against that.
@@ -14,110 +15,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
-import re
 import statistics
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
-# --- the loopback server --------------------------------------------------------------------------
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-_TOPICS_BLOCK = re.compile(
-    r"<<<BEGIN REFERENCE TOPICS (\w+)>>>\n(.*?)\n<<<END REFERENCE TOPICS \1>>>", re.DOTALL
-)
-
-
-def _answer(body: dict[str, Any]) -> str:
-    """A valid answer for the schema the request asks for (by its json_schema name)."""
-    fmt = body.get("response_format") or {}
-    name = fmt.get("json_schema", {}).get("name", "")
-    user = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
-    if name == "GoalInference":
-        trip = re.search(r"trip #(\d+)", user)
-        number = trip.group(1) if trip else "?"
-        return json.dumps(
-            {"user_goal": f"book the flight for trip {number}", "end_state": f"trip {number} booked"}
-        )
-    if name == "TopicAnswer":
-        match = _TOPICS_BLOCK.search(user)
-        reference = [line[2:] for line in match.group(2).splitlines()] if match else []
-        return json.dumps(
-            {
-                "topics": [{"topic": t, "on_topic": True} for t in reference[:2]]
-                + [{"topic": "weather", "on_topic": False}],
-                "reference_topics": [{"topic": t, "covered": i % 2 == 0} for i, t in enumerate(reference)],
-            }
-        )
-    return json.dumps(
-        {"reasoning": "The agent booked the flight and confirmed it to the user.", "verdict": 1}
-    )
-
-
-def _completion(body: dict[str, Any]) -> bytes:
-    content = _answer(body)
-    prompt_chars = sum(len(m["content"]) for m in body["messages"])
-    payload = {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body["model"],
-        "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-        ],
-        # ~4 characters per token, as for English text with the usual BPE tokenizers
-        "usage": {
-            "prompt_tokens": prompt_chars // 4,
-            "completion_tokens": len(content) // 4,
-            "total_tokens": prompt_chars // 4 + len(content) // 4,
-        },
-    }
-    return json.dumps(payload).encode()
-
-
-async def _serve(delay: float, ready: Any) -> None:
-    served = 0
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal served
-        try:
-            while True:
-                request_line = await reader.readline()
-                if not request_line:
-                    return
-                headers: dict[str, str] = {}
-                while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
-                    key, _, value = line.decode().partition(":")
-                    headers[key.strip().lower()] = value.strip()
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                method, path, _ = request_line.decode().split(" ", 2)
-                if method == "GET" and path == "/stats":
-                    data = json.dumps({"served": served}).encode()
-                else:
-                    await asyncio.sleep(delay)
-                    data = _completion(json.loads(body))
-                    served += 1
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(data)}\r\n\r\n".encode()
-                    + data
-                )
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            return
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
-    ready.put(server.sockets[0].getsockname()[1])
-    async with server:
-        await server.serve_forever()
-
-
-def serve(delay: float, ready: Any) -> None:
-    asyncio.run(_serve(delay, ready))
-
+from standins.faults import FaultConfig
+from standins.handles import OpenAIHandle, start_openai
+from standins.openai_server import OpenAIOptions
 
 # --- the client: the metrics as the pipeline runs them ----------------------------------------------
 
@@ -169,7 +78,7 @@ def make_samples(count: int) -> list[Any]:
     return samples
 
 
-async def run(args: argparse.Namespace, port: int) -> int:
+async def run(args: argparse.Namespace, llm: OpenAIHandle) -> int:
     from trace_scorer.config.settings import Settings
     from trace_scorer.judge import build_judge
     from trace_scorer.metrics.agent_goal_accuracy import AgentGoalAccuracy, AgentGoalAccuracyOptions
@@ -182,7 +91,7 @@ async def run(args: argparse.Namespace, port: int) -> int:
         providers=[
             {
                 "name": "loopback",
-                "base_url": f"http://127.0.0.1:{port}/v1",
+                "base_url": f"{llm.url}/v1",
                 "chat_models": models,
                 "max_concurrency": args.concurrency,
                 "timeout": "60s",
@@ -257,16 +166,12 @@ def main() -> int:
     parser.add_argument("--sample-concurrency", type=int, default=64, help="samples scored at once")
     args = parser.parse_args()
 
-    context = multiprocessing.get_context("spawn")
-    ready = context.Queue()
-    server = context.Process(target=serve, args=(args.delay, ready), daemon=True)
-    server.start()
-    try:
-        port = ready.get(timeout=30)
-        return asyncio.run(run(args, port))
-    finally:
-        server.terminate()
-        server.join(5)
+    options = OpenAIOptions(faults=FaultConfig(latency=args.delay))
+    with start_openai(options, mode="process") as llm:
+        status = asyncio.run(run(args, llm))
+        served = llm.stats()
+    print(f"stand-in served        {served['total_requests']} requests, {len(served['violations'])} violations")
+    return status if not served["violations"] else 1
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from langfuse.api.projects.types.projects import Projects
 from langfuse.api.score_configs.types.score_configs import ScoreConfigs
 from langfuse.api.scores.types.create_score_batch_response import CreateScoreBatchResponse
 from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
+from langfuse.api.scores.types.get_scores_v3response import GetScoresV3Response
 
 from tests.contract.openapi import ContractViolation, OpenApi, check_filter_json, load_openapi
 
@@ -45,6 +46,8 @@ PACKAGE_MODELS: dict[tuple[str, str], dict[int, Any]] = {
     ("GET", "/api/public/dataset-items/{id}"): {200: DatasetItem},
     # The file says 200 CreateScoreResponse; the package (which wins) says 202 or 207.
     ("POST", "/api/public/scores"): {202: CreateScoreBatchResponse, 207: CreateScoreBatchResults},
+    # Read back by the stand-in's users (the adapter itself does not read scores).
+    ("GET", "/api/public/v3/scores"): {200: GetScoresV3Response},
 }
 
 #: Operations whose request body the package defines differently from the file.

@@ -9,7 +9,6 @@ groups, upserting scores), so tests state data, not request sequences. ``fail_ne
 
 from __future__ import annotations
 
-import base64
 import json
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from urllib.parse import unquote
 import httpx
 import respx
 
+from standins import langfuse_query as q
 from tests.contract import Contract, ContractViolation, get_contract
 from tests.langfuse import factories as f
 from tests.langfuse.factories import Reply
@@ -128,52 +128,17 @@ def _params(request: httpx.Request) -> dict[str, list[str]]:
     return values
 
 
-def _one(params: dict[str, list[str]], name: str) -> str | None:
-    return params[name][0] if name in params else None
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
-def _encode_cursor(offset: int) -> str:
-    return base64.b64encode(json.dumps({"offset": offset}).encode()).decode()
-
-
-def _decode_cursor(cursor: str | None) -> int:
-    return int(json.loads(base64.b64decode(cursor))["offset"]) if cursor else 0
+_one = q.one
+_encode_cursor = q.encode_offset_cursor
+_decode_cursor = q.decode_offset_cursor
 
 
 def _not_found(message: str) -> Reply:
     return Reply(404, {"message": message})
 
 
-_GROUPS = {
-    "core": ("id", "traceId", "startTime", "endTime", "projectId", "parentObservationId", "type"),
-    "basic": (
-        "name",
-        "level",
-        "statusMessage",
-        "version",
-        "environment",
-        "bookmarked",
-        "public",
-        "userId",
-        "sessionId",
-        "isRootObservation",
-    ),
-    "time": ("completionStartTime", "createdAt", "updatedAt"),
-    "io": ("input", "output"),
-    "metadata": ("metadata",),
-    "model": ("model", "internalModelId", "modelParameters"),
-    "trace_context": ("tags", "release", "traceName"),
-}
-
-
 def _project(row: dict[str, Any], fields: str | None) -> dict[str, Any]:
-    groups = {"core", *(fields or "core,basic").split(",")}
-    keep = {key for group in groups for key in _GROUPS.get(group, ())}
-    return {key: value for key, value in row.items() if key in keep}
+    return q.project(row, fields)
 
 
 class _Common:
@@ -272,37 +237,12 @@ class V4Server(_Common):
         limit = int(_one(params, "limit") or 50)
         if limit > 100:
             return Reply(400, {"message": "limit must be at most 100"})
-        start, end = _time(_one(params, "fromStartTime")), _time(_one(params, "toStartTime"))
-        dataset_ids = set((_one(params, "datasetId") or "").split(",")) - {""}
-        out = []
-        for experiment in self.experiments:
-            if dataset_ids and experiment["datasetId"] not in dataset_ids:
-                continue
-            items = [
-                i
-                for i in self.items
-                if i["experimentId"] == experiment["id"] and _in(i["startTime"], start, end)
-            ]
-            if not items:
-                continue
-            times = sorted(datetime.fromisoformat(i["startTime"]) for i in items)
-            # As Langfuse: start/end/itemCount computed within the requested window.
-            out.append(
-                {
-                    **experiment,
-                    "startTime": f.iso(times[0]),
-                    "endTime": f.iso(times[-1]),
-                    "itemCount": len(items),
-                }
-            )
-        out.sort(key=lambda e: e["endTime"], reverse=True)
+        # As Langfuse: start/end/itemCount computed within the requested window.
+        out = q.experiments_in_window(self.experiments, self.items, params)
         offset = _decode_cursor(_one(params, "cursor"))
         cursor = _encode_cursor(offset + limit) if offset + limit < len(out) else None
-        fields = set((_one(params, "fields") or "core").split(","))
-        page = [
-            e if "metadata" in fields else {k: v for k, v in e.items() if k != "metadata"}
-            for e in out[offset : offset + limit]
-        ]
+        fields = _one(params, "fields")
+        page = [q.project_experiment(e, fields) for e in out[offset : offset + limit]]
         return Reply(200, f.experiments_page(page, cursor))
 
     def _items(self, request: httpx.Request, _: dict[str, str]) -> Reply:
@@ -310,25 +250,11 @@ class V4Server(_Common):
         limit = int(_one(params, "limit") or 50)
         if limit > 100:
             return Reply(400, {"message": "limit must be at most 100"})
-        start, end = _time(_one(params, "fromStartTime")), _time(_one(params, "toStartTime"))
-        experiment_ids = set((_one(params, "experimentId") or "").split(",")) - {""}
-        rows = [
-            i
-            for i in self.items
-            if (not experiment_ids or i["experimentId"] in experiment_ids) and _in(i["startTime"], start, end)
-        ]
-        rows.sort(key=lambda r: r["startTime"], reverse=True)
+        rows = q.experiment_items_matching(self.items, params)
         offset = _decode_cursor(_one(params, "cursor"))
         cursor = _encode_cursor(offset + limit) if offset + limit < len(rows) else None
-        fields = set((_one(params, "fields") or "core,dataset").split(","))
-        drop = set()
-        if "io" not in fields:
-            drop |= {"input", "output", "expectedOutput"}
-        if "metadata" not in fields:
-            drop.add("metadata")
-        if "itemMetadata" not in fields:
-            drop.add("experimentItemMetadata")
-        page = [{k: v for k, v in r.items() if k not in drop} for r in rows[offset : offset + limit]]
+        fields = _one(params, "fields")
+        page = [q.project_experiment_item(r, fields) for r in rows[offset : offset + limit]]
         return Reply(200, f.experiment_items_page(page, cursor))
 
     def _post_scores(self, request: httpx.Request, _: dict[str, str]) -> Reply:
@@ -346,45 +272,11 @@ class V4Server(_Common):
         return f.scores_accepted()
 
 
-def _in(value: str, start: datetime | None, end: datetime | None) -> bool:
-    moment = datetime.fromisoformat(value)
-    return (start is None or moment >= start) and (end is None or moment < end)
-
-
 def _observation_matches(row: dict[str, Any], params: dict[str, list[str]]) -> bool:
-    start, end = _time(_one(params, "fromStartTime")), _time(_one(params, "toStartTime"))
-    if not _in(row["startTime"], start, end):
-        return False
-    simple = {"traceId": "traceId", "userId": "userId", "name": "name", "type": "type"}
-    for param, column in simple.items():
-        if param in params and row.get(column) != params[param][0]:
-            return False
-    if _one(params, "isRootObservation") == "true" and not row.get("isRootObservation"):
-        return False
-    if "environment" in params and row.get("environment") not in params["environment"]:
-        return False
-    return all(_condition_holds(row, condition) for condition in json.loads(_one(params, "filter") or "[]"))
-
-
-def _condition_holds(row: dict[str, Any], c: dict[str, Any]) -> bool:
-    kind, column, operator = c["type"], c["column"], c["operator"]
-    value: Any = c.get("value")
-    if kind == "datetime" and column == "startTime":
-        moment, bound = datetime.fromisoformat(row["startTime"]), datetime.fromisoformat(value)
-        return {">=": moment >= bound, "<": moment < bound, ">": moment > bound, "<=": moment <= bound}[
-            operator
-        ]
-    if kind == "boolean" and column == "isRootObservation":
-        return bool(bool(row.get("isRootObservation")) == value)
-    if kind == "stringOptions" and column == "environment":
-        return bool((row.get("environment") in value) == (operator == "any of"))
-    if kind == "string" and operator == "=" and column in ("traceName", "userId", "name"):
-        return bool(row.get(column) == value)
-    if kind == "arrayOptions" and column in ("tags", "traceTags") and operator == "all of":
-        return bool(set(value) <= set(row.get("tags") or []))
-    if kind == "stringObject" and column == "metadata" and operator == "=":
-        return bool((row.get("metadata") or {}).get(c["key"]) == value)
-    raise AssertionError(f"the fake does not know filter condition {c}")
+    try:
+        return q.observation_matches(row, params)
+    except q.UnsupportedQuery as error:
+        raise AssertionError(f"the fake does not know this query: {error}") from None
 
 
 # --- v3 ------------------------------------------------------------------------------------------
@@ -423,22 +315,10 @@ class V3Server(_Common):
 
     def _traces(self, request: httpx.Request, _: dict[str, str]) -> Reply:
         params = _params(request)
-        start, end = _time(_one(params, "fromTimestamp")), _time(_one(params, "toTimestamp"))
-        rows = []
-        for trace in self.traces.values():
-            if not _in(trace["timestamp"], start, end):
-                continue
-            if "name" in params and trace["name"] != params["name"][0]:
-                continue
-            if "userId" in params and trace["userId"] != params["userId"][0]:
-                continue
-            if "tags" in params and not set(params["tags"]) <= set(trace["tags"]):
-                continue
-            if "environment" in params and trace["environment"] not in params["environment"]:
-                continue
-            if not all(_v3_condition(trace, c) for c in json.loads(_one(params, "filter") or "[]")):
-                continue
-            rows.append(trace)
+        try:
+            rows = [t for t in self.traces.values() if q.v3_trace_matches(t, params)]
+        except q.UnsupportedQuery as error:
+            raise AssertionError(f"the fake does not know this query: {error}") from None
         rows.sort(key=lambda t: t["timestamp"], reverse=_one(params, "orderBy") != "timestamp.asc")
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
         return Reply(
@@ -493,23 +373,6 @@ class V3Server(_Common):
                 successes.append(event["id"])
                 self.scores[event["body"]["id"]] = {**event["body"], "timestamp": event["timestamp"]}
         return f.ingestion_response(successes, errors)
-
-
-def _v3_condition(trace: dict[str, Any], c: dict[str, Any]) -> bool:
-    kind, column, operator = c["type"], c["column"], c["operator"]
-    value: Any = c.get("value")
-    if kind == "datetime" and column == "timestamp":
-        moment, bound = datetime.fromisoformat(trace["timestamp"]), datetime.fromisoformat(value)
-        return {">=": moment >= bound, "<": moment < bound}[operator]
-    if kind == "stringOptions" and column == "environment":
-        return bool((trace["environment"] in value) == (operator == "any of"))
-    if kind == "string" and operator == "=" and column in ("name", "userId"):
-        return bool(trace.get(column) == value)
-    if kind == "arrayOptions" and column == "tags" and operator == "all of":
-        return bool(set(value) <= set(trace.get("tags") or []))
-    if kind == "stringObject" and column == "metadata" and operator == "=":
-        return bool((trace.get("metadata") or {}).get(c["key"]) == value)
-    raise AssertionError(f"the fake does not know filter condition {c}")
 
 
 class FakeClock:

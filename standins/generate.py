@@ -1,0 +1,659 @@
+"""A seeded generator of realistic agent traces, dataset items and experiments, lazy per trace.
+
+Nothing is held for the whole corpus: trace ``i`` of the production stream is a pure function of
+``(seed, i)`` — its start time, its task (a tool-using agent run, sometimes deviated from the ideal), its
+format, its rows — computed when asked for (an LRU keeps the recently rendered ones). Start times grow
+with ``i``, so "the traces starting in a window" is arithmetic, and a 100,000-trace backlog costs only
+what the reader asks for. Experiments (dataset runs) are small and listed up front; their traces are
+rendered lazily the same way.
+
+**Time.** The backlog ends at ``end`` (default: when the corpus is built); ``traces`` traces start
+``spacing`` seconds apart before it, ``live`` more keep starting after it, in real time. A row is
+*visible* once its event has happened plus ``ingest_lag`` (and ``late_delay`` for the late rows): the
+row written at an observation's start (no output, no end time) from ``start + lag``, the finished row
+from ``end + lag``. An observation marked *duplicate* is returned as both rows once finished, as Langfuse
+does until ClickHouse merges them.
+
+Usage::
+
+    corpus = Corpus(Scenario(seed=7, traces=2000, spacing=1.0))
+    header = corpus.production.header(0)
+    rendered = corpus.render(header)          # rows, the task, the ideal task
+    items = corpus.dataset_items               # dataset items by id (expected outputs, topics)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from standins.formats import (
+    FORMATS,
+    HOSTILE_KINDS,
+    INJECTION,
+    PROJECT_ID,
+    RENDERERS,
+    RowBuilder,
+    hex_id,
+    make_hostile,
+    meta,
+)
+from standins.langfuse_query import iso
+from standins.tasks import DEVIATIONS, TASKS, Task, deviate, make_task
+
+#: No generated trace lasts longer (window scans rely on it).
+MAX_TRACE = timedelta(seconds=60)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+TENANTS = ("acme", "globex", "initech", "umbrella")
+
+
+def _ms(moment: datetime) -> datetime:
+    """Cut to whole milliseconds, as Langfuse's times are (a trace starts when its root row says)."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def micros(moment: datetime) -> int:
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def _fraction(*parts: object) -> float:
+    """A deterministic number in [0, 1) from the parts."""
+    digest = hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def experiment_id(project_id: str, dataset_id: str, run_name: str) -> str:
+    """The id Langfuse (SDK ≥ 5) gives a dataset run: the first 16 hex of a sha256 of its identity."""
+    key = json.dumps(
+        ["langfuse-experiment-v1", project_id, dataset_id, run_name], separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str = "agent-bench"
+    items: int = 20
+    #: Experiments (dataset runs) over the dataset.
+    runs: int = 2
+    #: Each item run this many times per experiment (pass@k).
+    attempts: int = 3
+    run_name: str = "nightly"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    seed: int = 0
+    #: Production traces in the backlog (ending at ``end``).
+    traces: int = 200
+    #: More production traces after ``end``, arriving in real time.
+    live: int = 0
+    #: Seconds between consecutive production trace starts.
+    spacing: float = 5.0
+    #: When the backlog ends (ISO time); None: when the corpus is built.
+    end: str | None = None
+    #: environment → weight, for production traces.
+    environments: dict[str, float] = field(default_factory=lambda: {"production": 1.0})
+    formats: tuple[str, ...] = FORMATS
+    #: Task kinds (standins.tasks.TASKS); empty: all.
+    tasks: tuple[str, ...] = ()
+    #: Share of traces whose agent went wrong in one way (changed argument, missing call, ...).
+    deviation_rate: float = 0.4
+    #: Share of observations Langfuse returns twice (start row and end row, before ClickHouse merges).
+    duplicate_rate: float = 0.2
+    #: Share of production traces that are malformed or hostile (see formats.HOSTILE_KINDS).
+    hostile_rate: float = 0.0
+    hostile_kinds: tuple[str, ...] = HOSTILE_KINDS
+    huge_bytes: int = 300_000
+    #: Share of production roots whose metadata carries ``reference_topics`` (for topic_adherence).
+    topics_rate: float = 1.0
+    datasets: tuple[DatasetSpec, ...] = (DatasetSpec(),)
+    #: Seconds between experiment traces within a run.
+    item_spacing: float = 2.0
+    #: Share of experiment item rows without an ``expectedOutput`` key (a reader joins the dataset item).
+    omit_expected_rate: float = 0.0
+    #: Seconds after an event before its rows are visible.
+    ingest_lag: float = 0.0
+    #: Share of non-root observations that arrive late, and how much later (seconds).
+    late_rate: float = 0.0
+    late_delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.formats) - set(RENDERERS)
+        if unknown:
+            raise ValueError(f"unknown formats {sorted(unknown)}; known: {list(RENDERERS)}")
+        unknown = set(self.tasks) - set(TASKS)
+        if unknown:
+            raise ValueError(f"unknown tasks {sorted(unknown)}; known: {list(TASKS)}")
+        unknown = set(self.hostile_kinds) - set(HOSTILE_KINDS)
+        if unknown:
+            raise ValueError(f"unknown hostile kinds {sorted(unknown)}; known: {list(HOSTILE_KINDS)}")
+        if self.spacing <= 0 or self.traces < 0 or self.live < 0:
+            raise ValueError("spacing must be positive, traces and live not negative")
+
+    def to_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        values["datasets"] = [asdict(d) for d in self.datasets]
+        return values
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Scenario:
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown scenario settings {sorted(unknown)}; known: {sorted(known)}")
+        data = dict(values)
+        if "datasets" in data:
+            data["datasets"] = tuple(DatasetSpec(**d) for d in data["datasets"])
+        for key in ("formats", "tasks", "hostile_kinds"):
+            if key in data:
+                data[key] = tuple(data[key])
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentLink:
+    experiment_id: str
+    dataset_item_id: str
+    run: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceHeader:
+    """What is known of a trace without rendering it."""
+
+    trace_id: str
+    source: str
+    index: int
+    start: datetime
+    format: str
+    environment: str
+    hostile: str | None = None
+    experiment: ExperimentLink | None = None
+
+
+@dataclass(slots=True)
+class RowRecord:
+    """One observation: its finished row, and when each of its rows becomes visible."""
+
+    row: dict[str, Any]
+    start_us: int
+    duplicate: bool
+    visible_started: datetime
+    visible_final: datetime
+
+    def started_row(self) -> dict[str, Any]:
+        """The row Langfuse holds from the observation's start: no output, no end, older ``updatedAt``."""
+        start = datetime.fromisoformat(self.row["startTime"])
+        return {
+            **self.row,
+            "output": None,
+            "endTime": None,
+            "updatedAt": iso(start + timedelta(milliseconds=60)),
+            "usageDetails": {},
+            "costDetails": {},
+            "latency": None,
+        }
+
+    def visible_rows(self, now: datetime) -> list[dict[str, Any]]:
+        if now >= self.visible_final:
+            return [self.row, self.started_row()] if self.duplicate else [self.row]
+        if now >= self.visible_started:
+            return [self.started_row()]
+        return []
+
+
+@dataclass
+class RenderedTrace:
+    header: TraceHeader
+    #: The run as the agent did it (deviated or not).
+    task: Task | None
+    #: The dataset item's ideal run (experiment traces only).
+    ideal: Task | None
+    #: Root first.
+    records: list[RowRecord]
+    end: datetime
+
+    @property
+    def root(self) -> RowRecord:
+        return self.records[0]
+
+    def visible_rows(self, now: datetime) -> list[dict[str, Any]]:
+        return [row for record in self.records for row in record.visible_rows(now)]
+
+
+# --- sources -------------------------------------------------------------------------------------------
+
+
+class ProductionSource:
+    """Production traces ``0 … count-1``; trace ``i`` starts at ``base + i·spacing + jitter(i)``."""
+
+    kind = "production"
+
+    def __init__(self, scenario: Scenario, base: datetime) -> None:
+        self.scenario = scenario
+        self.base = base
+        self.count = scenario.traces + scenario.live
+        self._spacing = timedelta(seconds=scenario.spacing)
+        envs = sorted(scenario.environments.items())
+        total = sum(w for _, w in envs)
+        self._envs: list[tuple[str, float]] = []
+        acc = 0.0
+        for name, weight in envs:
+            acc += weight / total
+            self._envs.append((name, acc))
+
+    def __len__(self) -> int:
+        return self.count
+
+    def start_of(self, i: int) -> datetime:
+        jitter = _fraction(self.scenario.seed, "jitter", i) * 0.5
+        return _ms(self.base + self._spacing * (i + jitter))
+
+    def trace_id(self, i: int) -> str:
+        return hex_id(f"{self.scenario.seed}:p:{i}", 16) + f"{i:016x}"
+
+    def index_of(self, trace_id: str) -> int | None:
+        if len(trace_id) != 32:
+            return None
+        try:
+            i = int(trace_id[16:], 16)
+        except ValueError:
+            return None
+        return i if 0 <= i < self.count and self.trace_id(i) == trace_id else None
+
+    def indices_starting(self, low: datetime | None, high: datetime | None) -> range:
+        """Indices whose start may lie in ``[low, high]`` (a superset by one on each side)."""
+        lo = 0 if low is None else max(0, int((low - self.base) / self._spacing) - 1)
+        hi = self.count if high is None else min(self.count, int((high - self.base) / self._spacing) + 2)
+        return range(lo, max(lo, hi))
+
+    def header(self, i: int) -> TraceHeader:
+        s = self.scenario
+        fmt = s.formats[int(_fraction(s.seed, "format", i) * len(s.formats))]
+        draw = _fraction(s.seed, "env", i)
+        environment = next((name for name, edge in self._envs if draw < edge), self._envs[-1][0])
+        hostile = None
+        if s.hostile_rate and _fraction(s.seed, "hostile", i) < s.hostile_rate:
+            hostile = s.hostile_kinds[int(_fraction(s.seed, "hostile-kind", i) * len(s.hostile_kinds))]
+        return TraceHeader(self.trace_id(i), self.kind, i, self.start_of(i), fmt, environment, hostile)
+
+
+class ListSource:
+    """Traces listed up front (experiment runs, traces added by a test), sorted by start."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.headers: list[TraceHeader] = []
+        self._by_id: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.headers)
+
+    def add(self, header: TraceHeader) -> None:
+        self.headers.append(header)
+        self.headers.sort(key=lambda h: (h.start, h.trace_id))
+        self._by_id = {h.trace_id: n for n, h in enumerate(self.headers)}
+
+    def start_of(self, i: int) -> datetime:
+        return self.headers[i].start
+
+    def index_of(self, trace_id: str) -> int | None:
+        return self._by_id.get(trace_id)
+
+    def indices_starting(self, low: datetime | None, high: datetime | None) -> range:
+        import bisect
+
+        starts = [h.start for h in self.headers]
+        lo = 0 if low is None else bisect.bisect_left(starts, low)
+        hi = len(starts) if high is None else bisect.bisect_right(starts, high)
+        return range(lo, max(lo, hi))
+
+    def header(self, i: int) -> TraceHeader:
+        return self.headers[i]
+
+
+Source = ProductionSource | ListSource
+
+
+# --- the corpus ----------------------------------------------------------------------------------------
+
+
+class Corpus:
+    """Every trace, dataset, dataset item and experiment of a scenario; rows rendered on demand."""
+
+    def __init__(
+        self, scenario: Scenario | None = None, *, now: datetime | None = None, cache_size: int = 4096
+    ) -> None:
+        self.scenario = scenario or Scenario()
+        s = self.scenario
+        end = datetime.fromisoformat(s.end) if s.end else (now or datetime.now(UTC))
+        self.end = end.astimezone(UTC).replace(microsecond=end.microsecond // 1000 * 1000)
+        base = _ms(self.end - timedelta(seconds=s.spacing * s.traces))
+        self.production = ProductionSource(s, base)
+        self.experiments_source = ListSource("experiment")
+        self.extra = ListSource("extra")
+        self.sources: tuple[Source, ...] = (self.production, self.experiments_source, self.extra)
+        self._extra_rows: dict[str, list[dict[str, Any]]] = {}
+        self._cache: OrderedDict[str, RenderedTrace] = OrderedDict()
+        self._roots: OrderedDict[str, RowRecord] = OrderedDict()
+        self._cache_size = cache_size
+        self.lag = timedelta(seconds=s.ingest_lag)
+        self.late = timedelta(seconds=s.late_delay)
+        #: Datasets by name, dataset items by id, experiments (runs) and experiment item rows (v4 shape).
+        self.datasets: dict[str, dict[str, Any]] = {}
+        self.dataset_items: dict[str, dict[str, Any]] = {}
+        self.experiments: list[dict[str, Any]] = []
+        self.experiment_items: list[dict[str, Any]] = []
+        self._items_by_trace: dict[str, dict[str, Any]] = {}
+        self._ideal: dict[str, Task] = {}
+        self._build_datasets()
+
+    # --- datasets and experiments ------------------------------------------------------------
+
+    def _build_datasets(self) -> None:
+        s = self.scenario
+        span = timedelta(seconds=s.spacing * max(s.traces, 1))
+        created = iso(self.end - span - timedelta(days=1))
+        for spec in s.datasets:
+            dataset_id = f"ds-{hex_id(f'{s.seed}:dataset:{spec.name}', 12)}"
+            self.datasets[spec.name] = {
+                "id": dataset_id,
+                "name": spec.name,
+                "description": f"{spec.items} agent tasks with expected answers and reference tool calls",
+                "metadata": {"generator": "standins"},
+                "inputSchema": None,
+                "expectedOutputSchema": None,
+                "projectId": PROJECT_ID,
+                "createdAt": created,
+                "updatedAt": created,
+            }
+            item_ids = []
+            for k in range(spec.items):
+                r = random.Random(f"{s.seed}:item:{spec.name}:{k}")
+                task = make_task(r, s.tasks or None)
+                item_id = f"{spec.name}-item-{k:04d}"
+                item_ids.append(item_id)
+                self._ideal[item_id] = task
+                self.dataset_items[item_id] = {
+                    "id": item_id,
+                    "status": "ACTIVE",
+                    "input": {"question": task.question},
+                    "expectedOutput": {
+                        "answer": task.answer,
+                        "goal": task.goal,
+                        "tool_calls": task.reference_calls(),
+                        "tool_sequence_matters": task.tool_sequence_matters,
+                    },
+                    "metadata": {"reference_topics": task.topics, "kind": task.kind},
+                    "sourceTraceId": None,
+                    "sourceObservationId": None,
+                    "datasetId": dataset_id,
+                    "datasetName": spec.name,
+                    "createdAt": created,
+                    "updatedAt": created,
+                    "mediaReferences": [],
+                }
+            per_run = spec.items * spec.attempts
+            run_span = timedelta(seconds=s.item_spacing * per_run)
+            for run in range(spec.runs):
+                latest = self.end - run_span - MAX_TRACE
+                run_start = min(self.end - span + span * ((run + 1) / (spec.runs + 1)), latest)
+                run_start = run_start.replace(microsecond=run_start.microsecond // 1000 * 1000)
+                run_name = f"{spec.run_name}-{run} - {iso(run_start)}"
+                exp_id = experiment_id(PROJECT_ID, dataset_id, run_name)
+                self.experiments.append(
+                    {
+                        "id": exp_id,
+                        "name": run_name,
+                        "description": None,
+                        "datasetId": dataset_id,
+                        "metadata": {"model": f"agent-v{run + 1}", "run": str(run)},
+                    }
+                )
+                n = 0
+                for k, item_id in enumerate(item_ids):
+                    for attempt in range(spec.attempts):
+                        start = _ms(run_start + timedelta(seconds=s.item_spacing * n))
+                        n += 1
+                        trace_id = hex_id(f"{s.seed}:exp:{spec.name}:{run}:{k}:{attempt}", 32)
+                        fmt = s.formats[int(_fraction(s.seed, "exp-format", trace_id) * len(s.formats))]
+                        link = ExperimentLink(exp_id, item_id, run, attempt)
+                        header = TraceHeader(trace_id, "experiment", 0, start, fmt, "sdk-experiment", None, link)
+                        self.experiments_source.add(header)
+
+    def _experiment_item_row(self, rendered: RenderedTrace, experiment: Mapping[str, Any]) -> dict[str, Any]:
+        header = rendered.header
+        assert header.experiment is not None and rendered.task is not None
+        item = self.dataset_items[header.experiment.dataset_item_id]
+        root = rendered.root.row
+        row = {
+            "id": root["id"],
+            "traceId": header.trace_id,
+            "startTime": root["startTime"],
+            "endTime": root["endTime"],
+            "level": root["level"],
+            "environment": "sdk-experiment",
+            "experimentId": experiment["id"],
+            "experimentName": experiment["name"],
+            "experimentItemId": item["id"],
+            "experimentDatasetId": item["datasetId"],
+            "experimentItemVersion": item["createdAt"],
+            "input": item["input"],
+            "output": rendered.task.answer,
+            "expectedOutput": item["expectedOutput"],
+            "metadata": {},
+            "experimentItemMetadata": meta(item["metadata"]),
+        }
+        if _fraction(self.scenario.seed, "omit-expected", item["id"]) < self.scenario.omit_expected_rate:
+            del row["expectedOutput"]
+        return row
+
+    def experiment_item_rows(self) -> list[dict[str, Any]]:
+        """Every experiment item row (v4 ``/experiment-items`` shape), rendered once and kept (small)."""
+        if not self.experiment_items and len(self.experiments_source):
+            by_id = {e["id"]: e for e in self.experiments}
+            for header in self.experiments_source.headers:
+                assert header.experiment is not None
+                rendered = self.render(header)
+                row = self._experiment_item_row(rendered, by_id[header.experiment.experiment_id])
+                self.experiment_items.append(row)
+                self._items_by_trace[header.trace_id] = row
+        return self.experiment_items
+
+    def item_visible_at(self, item_row: Mapping[str, Any]) -> datetime:
+        """An experiment item is listed once its trace's root row is visible (finished)."""
+        end = item_row.get("endTime") or item_row["startTime"]
+        return datetime.fromisoformat(end) + self.lag
+
+    # --- traces ------------------------------------------------------------------------------
+
+    def find(self, trace_id: str) -> TraceHeader | None:
+        for source in self.sources:
+            index = source.index_of(trace_id)
+            if index is not None:
+                return source.header(index)
+        return None
+
+    def headers_starting(self, source: Source, low: datetime | None, high: datetime | None) -> Iterator[TraceHeader]:
+        """Headers of ``source`` starting in ``[low, high]``, ascending."""
+        for i in source.indices_starting(low, high):
+            start = source.start_of(i)
+            if (low is None or start >= low) and (high is None or start <= high):
+                yield source.header(i)
+
+    def render(self, header: TraceHeader) -> RenderedTrace:
+        cached = self._cache.get(header.trace_id)
+        if cached is not None:
+            self._cache.move_to_end(header.trace_id)
+            return cached
+        rendered = self._render(header)
+        self._cache[header.trace_id] = rendered
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return rendered
+
+    def _task_for(self, header: TraceHeader, r: random.Random) -> tuple[Task, Task | None]:
+        s = self.scenario
+        if header.experiment is not None:
+            ideal = self._ideal[header.experiment.dataset_item_id]
+            task = ideal
+        else:
+            ideal = None
+            task = make_task(r, s.tasks or None)
+        if r.random() < s.deviation_rate:
+            task = deviate(task, r, r.choice(DEVIATIONS))
+        if header.hostile == "injection":
+            steps = list(task.steps)
+            if steps:
+                steps[0] = replace(steps[0], result={"note": INJECTION, "data": steps[0].result})
+            task = replace(task, question=f"{task.question} {INJECTION}", steps=steps)
+        return task, ideal
+
+    def root_record(self, header: TraceHeader) -> RowRecord:
+        """The trace's root observation only: from the cache, else rendered without the other payloads."""
+        cached = self._cache.get(header.trace_id)
+        if cached is not None:
+            return cached.root
+        root = self._roots.get(header.trace_id)
+        if root is None:
+            root = self._render(header, lite=True).root
+            self._roots[header.trace_id] = root
+            if len(self._roots) > self._cache_size * 2:
+                self._roots.popitem(last=False)
+        return root
+
+    def _render(self, header: TraceHeader, *, lite: bool = False) -> RenderedTrace:
+        s = self.scenario
+        if header.source == "extra":
+            rows = self._extra_rows[header.trace_id]
+            records = [self._record(row, header, duplicate=False, late=False) for row in rows]
+            end = max((datetime.fromisoformat(r["endTime"] or r["startTime"]) for r in rows), default=header.start)
+            return RenderedTrace(header, None, None, records, end)
+        r = random.Random(f"{s.seed}:trace:{header.trace_id}")
+        task, ideal = self._task_for(header, r)
+        user = f"u-{r.randint(1, 500)}"
+        tags = [task.kind] + (["vip"] if r.random() < 0.1 else [])
+        builder = RowBuilder(
+            header.trace_id,
+            header.start,
+            environment=header.environment,
+            user_id=user,
+            session_id=f"chat-{hex_id(header.trace_id, 6)}",
+            tags=tags,
+            release="v1.4.2",
+            trace_name=task.trace_name,
+            lite=lite,
+        )
+        RENDERERS[header.format](task, builder, r)
+        rows = builder.rows
+        root_meta: dict[str, Any] = {"tenant": r.choice(TENANTS), "format": header.format}
+        if header.experiment is None and r.random() < s.topics_rate:
+            root_meta["reference_topics"] = task.topics
+        rows[0]["metadata"] = {**meta(root_meta), **rows[0]["metadata"]}
+        if header.experiment is not None:
+            rows = self._experiment_layout(header, builder, rows, task)
+        if header.hostile is not None:
+            rows = make_hostile(rows, header.hostile, r, huge_bytes=s.huge_bytes)
+        records = []
+        for row in rows:
+            duplicate = _fraction(s.seed, "dup", row["id"]) < s.duplicate_rate
+            late = row is not rows[0] and s.late_rate > 0 and _fraction(s.seed, "late", row["id"]) < s.late_rate
+            records.append(self._record(row, header, duplicate=duplicate, late=late))
+        end = datetime.fromisoformat(rows[0]["endTime"])
+        if end - header.start > MAX_TRACE:
+            raise AssertionError(f"trace {header.trace_id} lasts {end - header.start}, over {MAX_TRACE}")
+        return RenderedTrace(header, task, ideal, records, end)
+
+    def _experiment_layout(
+        self, header: TraceHeader, builder: RowBuilder, rows: list[dict[str, Any]], task: Task
+    ) -> list[dict[str, Any]]:
+        """The SDK's experiment trace: ``experiment-item-run`` → ``experiment-item-task`` → the agent's rows."""
+        assert header.experiment is not None
+        item = self.dataset_items[header.experiment.dataset_item_id]
+        agent_root = rows[0]
+        duration = int((datetime.fromisoformat(agent_root["endTime"]) - header.start) / timedelta(milliseconds=1))
+        run = builder.obs(
+            "xrun", "SPAN", "experiment-item-run", 0, duration + 30, input=item["input"], output=task.answer
+        )
+        run["metadata"] = meta(
+            {
+                "experiment_id": header.experiment.experiment_id,
+                "experiment_item_id": item["id"],
+                "dataset_id": item["datasetId"],
+            }
+        )
+        task_span = builder.obs(
+            "xtask",
+            "SPAN",
+            "experiment-item-task",
+            5,
+            duration + 20,
+            parent="xrun",
+            input=item["input"],
+            output=task.answer,
+        )
+        builder.rows.remove(run)
+        builder.rows.remove(task_span)
+        agent_root["parentObservationId"] = task_span["id"]
+        agent_root["isRootObservation"] = False
+        return [run, task_span, *rows]
+
+    def _record(self, row: dict[str, Any], header: TraceHeader, *, duplicate: bool, late: bool) -> RowRecord:
+        start = datetime.fromisoformat(row["startTime"])
+        end = datetime.fromisoformat(row["endTime"]) if row.get("endTime") else start
+        extra = self.late if late else timedelta(0)
+        if header.source == "extra":
+            floor = datetime.min.replace(tzinfo=UTC)
+            return RowRecord(row, micros(start), False, floor, floor)
+        return RowRecord(row, micros(start), duplicate, start + self.lag + extra, end + self.lag + extra)
+
+    # --- explicit data (tests) ---------------------------------------------------------------
+
+    def add_trace(self, rows: list[dict[str, Any]]) -> TraceHeader:
+        """A trace given as full v4 rows (root first or marked ``isRootObservation``); visible at once."""
+        if not rows:
+            raise ValueError("a trace needs at least one row")
+        trace_id = rows[0]["traceId"]
+        if any(row["traceId"] != trace_id for row in rows):
+            raise ValueError("all rows of a trace share its traceId")
+        root = next((r for r in rows if r.get("isRootObservation")), rows[0])
+        ordered = [root, *[r for r in rows if r is not root]]
+        header = TraceHeader(
+            trace_id,
+            "extra",
+            0,
+            datetime.fromisoformat(root["startTime"]),
+            "given",
+            root.get("environment") or "default",
+        )
+        self._extra_rows[trace_id] = ordered
+        self._cache.pop(trace_id, None)
+        self._roots.pop(trace_id, None)
+        self.extra.add(header)
+        return header
+
+    # --- summaries for tests -----------------------------------------------------------------
+
+    def production_headers(self) -> Iterator[TraceHeader]:
+        for i in range(len(self.production)):
+            yield self.production.header(i)
+
+    def expected_scored(self, environment: str = "production") -> list[str]:
+        """Trace ids of the backlog's production traces in ``environment`` (the live ones excluded)."""
+        return [
+            h.trace_id
+            for h in (self.production.header(i) for i in range(self.scenario.traces))
+            if h.environment == environment
+        ]
+
+    @property
+    def max_duration(self) -> timedelta:
+        return MAX_TRACE

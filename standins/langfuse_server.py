@@ -1,0 +1,1113 @@
+"""A Langfuse stand-in: a real HTTP server on 127.0.0.1 serving both API generations the worker uses.
+
+**Routes.** Both generations: health, projects, score configs (list, get, create), ``/v2/datasets/{name}``,
+``/dataset-items/{id}``, ``GET /v3/scores``, ``POST /ingestion`` (score-create events), and the OTLP
+endpoint ``POST /otel/v1/traces`` (protobuf or JSON, gzip or not). v4 only: ``/v2/observations`` (cursor
+paged, every simple parameter and the structured ``filter``, field groups, metadata truncated to 200
+characters unless ``expandMetadata`` names the key), ``/experiments``, ``/experiment-items``,
+``POST /scores`` (202, or 207 with per-batch counts). v3 only: ``/traces``, ``/traces/{id}``,
+``/datasets/{name}/runs``, ``/dataset-run-items``. The other generation's routes answer 404, as the real
+servers do (the adapter's generation probe relies on it).
+
+**Contract.** Every request is checked against ``langfuse-openapi.yml`` and every answer against the
+``langfuse`` package's models (v4) or the file (v3) — :mod:`tests.contract`. A violation is answered 400
+with the reason and recorded (``GET /_standin/stats`` → ``violations``); a test asserts there are none.
+
+**Data.** From :class:`standins.generate.Corpus` (seeded, lazy), plus traces a test adds. Scores are
+stored with Langfuse's upsert rule (:mod:`standins.score_store`) and validated as Langfuse does (config
+name/type/range, BOOLEAN 0/1, TEXT length, ``observationId`` needs ``traceId``, no ``EVAL`` source).
+
+Run as a process::
+
+    python -m standins.langfuse_server --port 0 --seed 7 --traces 2000 --spacing 1 \\
+        [--generation v3] [--latency 0.02] [--rate-429 0.3 --retry-after 1] [--scenario-json '{...}']
+
+It prints one JSON line ``{"port": …, "pid": …, "url": …}`` when it listens, and stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from heapq import heappop, heappush, merge
+from typing import Any
+
+from standins import langfuse_query as q
+from standins.base import Routed, StandinApp
+from standins.faults import FaultConfig, format_retry_after
+from standins.formats import PROJECT_ID
+from standins.generate import EPOCH, Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
+from standins.http import Request, Response
+from standins.score_store import ScoreStore
+from tests.contract import Contract, ContractViolation, get_contract
+
+PUBLIC_KEY = "pk-lf-standin"
+SECRET_KEY = "sk-lf-standin"
+VERSIONS = {"v4": "4.60.0", "v3": "3.120.0"}
+#: ``POST /api/public/scores`` runs behind Next.js's 1 MB body limit; ingestion takes 3.5 MB.
+SCORES_BODY_LIMIT = 1_000_000
+INGESTION_BODY_LIMIT = 3_500_000
+METADATA_TRUNCATE = 200
+#: Rows of one list answer checked in "sample" mode.
+SAMPLE_ROWS = 20
+SCORE_NAME = re.compile(r"^[A-Za-z0-9_ .()\-]{1,35}$")
+ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]+$")
+
+V4_ONLY = {
+    ("GET", "/api/public/v2/observations"),
+    ("GET", "/api/public/experiments"),
+    ("GET", "/api/public/experiment-items"),
+    ("POST", "/api/public/scores"),
+}
+V3_ONLY = {
+    ("GET", "/api/public/traces"),
+    ("GET", "/api/public/traces/{traceId}"),
+    ("GET", "/api/public/datasets/{datasetName}/runs"),
+    ("GET", "/api/public/dataset-run-items"),
+}
+OTLP = ("POST", "/api/public/otel/v1/traces")
+
+
+@dataclass
+class LangfuseOptions:
+    """Everything that shapes one stand-in; the same fields are the CLI flags of the process."""
+
+    generation: str = "v4"
+    version: str | None = None
+    public_key: str = PUBLIC_KEY
+    secret_key: str = SECRET_KEY
+    scenario: Scenario = field(default_factory=Scenario)
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    #: Fault: the observation cursor carries only the last row's start time (as a timestamp cursor
+    #: would), so each next page repeats the previous page's last rows — duplicates across a page
+    #: boundary, still in startTime order.
+    repeat_boundary_rows: bool = False
+    #: Answers checked against the contract: "all"; "sample" (lists: at most ``SAMPLE_ROWS`` rows of each
+    #: answer, spread over it — the package's models take ~0.4 ms a row, too slow for 100,000-trace
+    #: benchmarks); "none". Requests are always checked in full.
+    validate_answers: str = "all"
+    #: Keep score comments and metadata (turn off for very large runs).
+    keep_score_details: bool = True
+    #: Traces rendered and kept (LRU).
+    cache_size: int = 4096
+
+    def __post_init__(self) -> None:
+        if self.generation not in VERSIONS:
+            raise ValueError(f"generation must be one of {sorted(VERSIONS)}")
+        if self.validate_answers not in ("all", "sample", "none"):
+            raise ValueError("validate_answers is all, sample or none")
+        if self.version is None:
+            self.version = VERSIONS[self.generation]
+
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def _parse_io(value: Any) -> Any:
+    """v4 returns input/output as raw strings; v3 returns the JSON value (a string that is not JSON stays)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+
+
+def _truncate_metadata(row: dict[str, Any], expand: set[str]) -> dict[str, Any]:
+    metadata = row.get("metadata")
+    if not isinstance(metadata, dict) or not any(
+        isinstance(v, str) and len(v) > METADATA_TRUNCATE for v in metadata.values()
+    ):
+        return row
+    cut = {
+        k: (v[:METADATA_TRUNCATE] if isinstance(v, str) and len(v) > METADATA_TRUNCATE and k not in expand else v)
+        for k, v in metadata.items()
+    }
+    return {**row, "metadata": cut}
+
+
+def _encode_key(key: tuple[int, str, int]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode()
+
+
+def _decode_key(cursor: str) -> tuple[int, str, int]:
+    start, ident, variant = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    return int(start), str(ident), int(variant)
+
+
+def _v3_observation(row: dict[str, Any]) -> dict[str, Any]:
+    """A v4 row as the v3 ``ObservationsView`` (input/output as JSON values)."""
+    usage = row.get("usageDetails") or {}
+    return {
+        "id": row["id"],
+        "traceId": row["traceId"],
+        "type": row["type"],
+        "name": row.get("name"),
+        "startTime": row["startTime"],
+        "endTime": row.get("endTime"),
+        "completionStartTime": row.get("completionStartTime"),
+        "model": row.get("model"),
+        "modelParameters": row.get("modelParameters"),
+        "input": _parse_io(row.get("input")),
+        "version": row.get("version"),
+        "metadata": row.get("metadata"),
+        "output": _parse_io(row.get("output")),
+        "usage": {
+            "input": usage.get("input", 0),
+            "output": usage.get("output", 0),
+            "total": usage.get("total", 0),
+            "unit": "TOKENS" if usage else None,
+        },
+        "level": row.get("level") or "DEFAULT",
+        "statusMessage": row.get("statusMessage"),
+        "parentObservationId": row.get("parentObservationId"),
+        "promptId": None,
+        "usageDetails": usage,
+        "costDetails": row.get("costDetails") or {},
+        "environment": row.get("environment"),
+        "promptName": None,
+        "promptVersion": None,
+        "modelId": None,
+        "inputPrice": None,
+        "outputPrice": None,
+        "totalPrice": None,
+        "calculatedInputCost": None,
+        "calculatedOutputCost": None,
+        "calculatedTotalCost": None,
+        "latency": row.get("latency"),
+        "timeToFirstToken": row.get("timeToFirstToken"),
+    }
+
+
+def _page_meta(page: int, limit: int, total: int) -> dict[str, int]:
+    return {"page": page, "limit": limit, "totalItems": total, "totalPages": -(-total // limit) if total else 0}
+
+
+class _Reply(Exception):
+    """Raised by a handler to answer at once (errors)."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = headers or {}
+
+
+def _int(params: q.Params, name: str, default: int, maximum: int | None = None, minimum: int = 1) -> int:
+    text = q.one(params, name)
+    value = default if text is None else int(text)
+    if value < minimum:
+        raise _Reply(400, f"{name} must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise _Reply(400, f"{name} must be at most {maximum}")
+    return value
+
+
+# --- the app ------------------------------------------------------------------------------------------
+
+
+Handler = Callable[[Request, dict[str, str]], tuple[int, Any]]
+
+
+class LangfuseApp(StandinApp):
+    name = "langfuse"
+
+    def __init__(self, options: LangfuseOptions | None = None, *, contract: Contract | None = None) -> None:
+        self.options = options or LangfuseOptions()
+        super().__init__(self.options.faults)
+        self.contract = contract or get_contract()
+        self.corpus = Corpus(self.options.scenario, cache_size=self.options.cache_size)
+        self.store = ScoreStore(keep_details=self.options.keep_score_details)
+        self.configs: list[dict[str, Any]] = []
+        self.reject_names: dict[str, str] = {}
+        self.rows_served = 0
+        self.bytes_served = 0
+        self.score_posts = 0
+        self.otel_spans = 0
+        self.otel_requests = 0
+        self.otel_summaries: list[dict[str, Any]] = []
+        self.ingestion_events: set[str] = set()
+        auth = f"{self.options.public_key}:{self.options.secret_key}".encode()
+        self._auth = "Basic " + base64.b64encode(auth).decode()
+        self._handlers: dict[tuple[str, str], Handler] = {
+            ("GET", "/api/public/health"): self._health,
+            ("GET", "/api/public/projects"): self._projects,
+            ("GET", "/api/public/score-configs"): self._list_configs,
+            ("POST", "/api/public/score-configs"): self._create_config,
+            ("GET", "/api/public/score-configs/{configId}"): self._get_config,
+            ("GET", "/api/public/v2/datasets/{datasetName}"): self._dataset,
+            ("GET", "/api/public/dataset-items/{id}"): self._dataset_item,
+            ("GET", "/api/public/v2/observations"): self._observations,
+            ("GET", "/api/public/experiments"): self._experiments,
+            ("GET", "/api/public/experiment-items"): self._experiment_items,
+            ("POST", "/api/public/scores"): self._post_scores,
+            ("GET", "/api/public/v3/scores"): self._get_scores,
+            ("POST", "/api/public/ingestion"): self._ingestion,
+            ("GET", "/api/public/traces"): self._traces,
+            ("GET", "/api/public/traces/{traceId}"): self._trace,
+            ("GET", "/api/public/datasets/{datasetName}/runs"): self._runs,
+            ("GET", "/api/public/dataset-run-items"): self._run_items,
+        }
+
+    @property
+    def generation(self) -> str:
+        return self.options.generation
+
+    # --- routing and the contract ------------------------------------------------------------
+
+    def route(self, request: Request) -> Routed:
+        try:
+            operation = self.contract.api.operation(request.method, request.raw_path)
+        except ContractViolation as error:
+            self.violation(str(error))
+            label = f"{request.method} {request.raw_path}"
+            return Routed(label, answer=self.error_response(404, f"not found: {error}"))
+        key = (operation.method, operation.path)
+        label = f"{operation.method} {operation.path}"
+        if request.header("authorization") != self._auth:
+            return Routed(
+                label,
+                answer=self.error_response(
+                    401, "Invalid credentials. Confirm that you've configured the correct host."
+                ),
+            )
+        url = "http://127.0.0.1" + request.target
+        body: Any
+        try:
+            if key == OTLP:
+                body = self._otlp_body(request)
+            else:
+                try:
+                    body = json.loads(request.body) if request.body else None
+                except ValueError as error:
+                    raise ContractViolation(f"{label}: the body is not JSON: {error}") from None
+            self.contract.check_request(request.method, url, body)
+        except ContractViolation as error:
+            self.violation(f"request: {error}")
+            return Routed(label, answer=self.error_response(400, f"contract violation: {error}"))
+        if (key in V4_ONLY and self.generation == "v3") or (key in V3_ONLY and self.generation == "v4"):
+            message = f"{request.raw_path} does not exist on a Langfuse {self.generation} server"
+            if key in V3_ONLY:
+                message += "; use /api/public/v2/observations and /api/public/experiments"
+            return Routed(label, answer=self.error_response(404, message))
+        if key != OTLP and key not in self._handlers:
+            self.note_unsupported(f"{label}: the stand-in does not serve this operation")
+            return Routed(label, answer=self.error_response(404, f"the stand-in does not serve {label}"))
+        return Routed(label, operation.path, dict(operation.path_params))
+
+    def _otlp_body(self, request: Request) -> dict[str, Any]:
+        """The OTLP export as OTLP/JSON (protobuf decoded), so the file's schema can check it."""
+        content_type = request.header("content-type").split(";")[0].strip()
+        if content_type == "application/x-protobuf":
+            from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+            from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+            message = ExportTraceServiceRequest()
+            try:
+                message.ParseFromString(request.body)
+            except DecodeError as error:
+                raise ContractViolation(f"OTLP: the body is not an ExportTraceServiceRequest: {error}") from None
+            # OTLP/JSON writes enums as integers and ids as hex (protobuf's JSON mapping: names, base64).
+            body = dict(MessageToDict(message, use_integers_for_enums=True))
+            for resource in body.get("resourceSpans") or []:
+                for scope in resource.get("scopeSpans") or []:
+                    for span in scope.get("spans") or []:
+                        for key in ("traceId", "spanId", "parentSpanId"):
+                            if span.get(key):
+                                span[key] = base64.b64decode(span[key]).hex()
+            return body
+        if content_type == "application/json":
+            try:
+                body = json.loads(request.body)
+            except ValueError as error:
+                raise ContractViolation(f"OTLP: the body is not JSON: {error}") from None
+            if not isinstance(body, dict):
+                raise ContractViolation("OTLP: the body is not an object")
+            return body
+        raise ContractViolation(f"OTLP: unsupported content type {content_type!r}")
+
+    async def serve(self, request: Request, routed: Routed) -> Response:
+        key = (request.method, routed.template)
+        if key == OTLP:
+            return self._otlp(request)
+        handler = self._handlers[key]
+        try:
+            status, payload = handler(request, routed.params or {})
+            headers: dict[str, str] = {}
+        except _Reply as reply:
+            status, payload, headers = reply.status, {"message": str(reply)}, reply.headers
+        except q.UnsupportedQuery as error:
+            self.note_unsupported(f"{routed.label}: {error}")
+            status, payload, headers = 400, {"message": f"unsupported by the stand-in: {error}"}, {}
+        if self.options.validate_answers != "none":
+            try:
+                self.contract.check_response(request.method, routed.template, status, self._to_check(payload))
+            except ContractViolation as error:
+                self.violation(f"answer: {error}")
+                return self.error_response(400, f"stand-in answer violates the contract: {error}")
+        response = Response.json(status, payload, headers)
+        self.bytes_served += len(response.body)
+        return response
+
+    def _to_check(self, payload: Any) -> Any:
+        """The payload, or in "sample" mode a list answer cut to ``SAMPLE_ROWS`` rows spread over it."""
+        if self.options.validate_answers != "sample" or not isinstance(payload, dict):
+            return payload
+        data = payload.get("data")
+        if not isinstance(data, list) or len(data) <= SAMPLE_ROWS:
+            return payload
+        step = len(data) / SAMPLE_ROWS
+        return {**payload, "data": [data[int(i * step)] for i in range(SAMPLE_ROWS)]}
+
+    def rate_limited(self, retry_after: float) -> Response:
+        return self.error_response(429, "Rate limit exceeded", {"Retry-After": format_retry_after(retry_after)})
+
+    # --- start-up ----------------------------------------------------------------------------
+
+    def _health(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        return 200, {"version": self.options.version, "status": "OK"}
+
+    def _projects(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        project = {
+            "id": PROJECT_ID,
+            "name": "standin",
+            "organization": {"id": "org-standin", "name": "standin"},
+            "metadata": {},
+        }
+        return 200, {"data": [project]}
+
+    def _list_configs(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        chunk = self.configs[(page - 1) * limit : page * limit]
+        return 200, {"data": chunk, "meta": _page_meta(page, limit, len(self.configs))}
+
+    def _get_config(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        config = next((c for c in self.configs if c["id"] == params["configId"]), None)
+        if config is None:
+            raise _Reply(404, "Score config not found")
+        return 200, config
+
+    def _create_config(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        body = request.json()
+        return 200, self.add_config(body)
+
+    def add_config(self, body: dict[str, Any]) -> dict[str, Any]:
+        name, data_type = body["name"], body["dataType"]
+        if not SCORE_NAME.match(name):
+            raise _Reply(400, f"Invalid score config name {name!r}")
+        categories = body.get("categories")
+        if data_type == "BOOLEAN":
+            categories = [{"value": 0, "label": "False"}, {"value": 1, "label": "True"}]
+        elif data_type == "CATEGORICAL" and not categories:
+            raise _Reply(400, "Categorical score configs need categories")
+        minimum, maximum = body.get("minValue"), body.get("maxValue")
+        if data_type == "NUMERIC" and minimum is not None and maximum is not None and minimum >= maximum:
+            raise _Reply(400, "minValue must be less than maxValue")
+        now = q.iso(datetime.now(UTC))
+        config = {
+            "id": f"cfg-{len(self.configs) + 1:04d}",
+            "name": name,
+            "createdAt": now,
+            "updatedAt": now,
+            "projectId": PROJECT_ID,
+            "dataType": data_type,
+            "isArchived": False,
+            "minValue": minimum if data_type == "NUMERIC" else None,
+            "maxValue": maximum if data_type == "NUMERIC" else None,
+            "categories": categories if data_type in ("BOOLEAN", "CATEGORICAL") else None,
+            "description": body.get("description"),
+        }
+        self.configs.append(config)
+        return config
+
+    # --- datasets ----------------------------------------------------------------------------
+
+    def _dataset(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        dataset = self.corpus.datasets.get(params["datasetName"])
+        if dataset is None:
+            raise _Reply(404, f"Dataset {params['datasetName']} not found")
+        return 200, dataset
+
+    def _dataset_item(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        item = self.corpus.dataset_items.get(params["id"])
+        if item is None:
+            raise _Reply(404, "Dataset item not found")
+        return 200, item
+
+    # --- v4 observations ---------------------------------------------------------------------
+
+    def _observations(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        if q.one(params, "parseIoAsJson") == "true":
+            raise _Reply(400, "parseIoAsJson is deprecated and no longer supported")
+        limit = _int(params, "limit", 50, 1000)
+        fields = q.one(params, "fields")
+        q.field_keys(fields)
+        conditions = q.parse_filter(params)
+        simple = q.effective_simple_params(params, conditions, q.V4_SIMPLE_COLUMNS)
+        low, high = q.parse_time(q.one(simple, "fromStartTime")), q.parse_time(q.one(simple, "toStartTime"))
+        for c in conditions:  # narrow the scan by the filter's own bounds
+            if c.get("column") == "startTime" and c.get("type") == "datetime":
+                bound = q.parse_time(c.get("value"))
+                if bound and c["operator"] in (">=", ">"):
+                    low = bound if low is None else max(low, bound)
+                if bound and c["operator"] in ("<", "<="):
+                    high = bound if high is None else min(high, bound)
+        trace_ids = {c["value"] for c in conditions if c.get("column") == "traceId" and c.get("operator") == "="}
+        if "traceId" in simple:
+            trace_ids.add(simple["traceId"][0])
+        cursor_text = q.one(params, "cursor")
+        try:
+            after = _decode_key(cursor_text) if cursor_text else None
+        except (ValueError, binascii.Error, TypeError) as error:
+            raise _Reply(400, f"invalid cursor: {error}") from None
+        roots_only = q.wants_roots_only(params, conditions)
+        expand = set((q.one(params, "expandMetadata") or "").split(",")) - {""}
+        page: list[tuple[tuple[int, str, int], dict[str, Any]]] = []
+        for key, row in self._rows_desc(low, high, after, roots_only, trace_ids):
+            if q.observation_matches(row, params, conditions):
+                page.append((key, row))
+                if len(page) > limit:
+                    break
+        more = len(page) > limit
+        page = page[:limit]
+        cursor = None
+        if more:
+            last = page[-1][0]
+            if self.options.repeat_boundary_rows and page[0][0][0] != last[0]:
+                last = (last[0], "", -1)  # before every row of that start time: they come again
+            cursor = _encode_key(last)
+        data = [_truncate_metadata(q.project(row, fields), expand) for _, row in page]
+        self.rows_served += len(data)
+        return 200, {"data": data, "meta": {"cursor": cursor} if cursor else {}}
+
+    def _headers_desc(self, low: datetime | None, high: datetime | None) -> Iterator[TraceHeader]:
+        """Every trace starting in ``[low, high]``, newest first, across the corpus's sources."""
+
+        def one_source(source: Any) -> Iterator[TraceHeader]:
+            indices = source.indices_starting(low, high)
+            for i in reversed(indices):
+                start = source.start_of(i)
+                if (low is None or start >= low) and (high is None or start <= high):
+                    yield source.header(i)
+
+        streams = [one_source(s) for s in self.corpus.sources if len(s)]
+        return merge(*streams, key=lambda h: h.start, reverse=True)
+
+    def _rows_desc(
+        self,
+        low: datetime | None,
+        high: datetime | None,
+        after: tuple[int, str, int] | None,
+        roots_only: bool,
+        trace_ids: set[str],
+    ) -> Iterator[tuple[tuple[int, str, int], dict[str, Any]]]:
+        """Visible rows ordered as Langfuse pages them (startTime descending), after the cursor key.
+
+        Traces are rendered newest first; a row is handed out once no trace not rendered yet can hold a
+        row that sorts before it (a trace's rows start within ``MAX_TRACE`` of its start).
+        """
+        now = datetime.now(UTC)
+        reach = timedelta(0) if roots_only else self.corpus.max_duration
+        upper = high
+        if after is not None:
+            cursor_time = EPOCH + timedelta(microseconds=-after[0])
+            upper = cursor_time if upper is None else min(upper, cursor_time)
+        if trace_ids:
+            headers: Iterator[TraceHeader] = iter(
+                sorted(
+                    (h for h in (self.corpus.find(t) for t in trace_ids) if h is not None),
+                    key=lambda h: h.start,
+                    reverse=True,
+                )
+            )
+        else:
+            headers = self._headers_desc(None if low is None else low - reach, upper)
+        heap: list[tuple[tuple[int, str, int], dict[str, Any]]] = []
+        reach_us = int(reach / timedelta(microseconds=1))
+        for header in headers:
+            threshold = -(micros(header.start) + reach_us)
+            while heap and heap[0][0][0] < threshold:
+                key, row = heappop(heap)
+                if after is None or key > after:
+                    yield key, row
+            records: list[RowRecord] = (
+                [self.corpus.root_record(header)] if roots_only else self.corpus.render(header).records
+            )
+            for record in records:
+                for variant, row in enumerate(record.visible_rows(now)):
+                    heappush(heap, ((-record.start_us, row["id"], variant), row))
+        while heap:
+            key, row = heappop(heap)
+            if after is None or key > after:
+                yield key, row
+
+    # --- v4 experiments ----------------------------------------------------------------------
+
+    def _visible_items(self) -> list[dict[str, Any]]:
+        now = datetime.now(UTC)
+        return [i for i in self.corpus.experiment_item_rows() if self.corpus.item_visible_at(i) <= now]
+
+    def _experiments(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        limit = _int(params, "limit", 50, 100)
+        rows = q.experiments_in_window(self.corpus.experiments, self._visible_items(), params)
+        offset = q.decode_offset_cursor(q.one(params, "cursor"))
+        cursor = q.encode_offset_cursor(offset + limit) if offset + limit < len(rows) else None
+        fields = q.one(params, "fields")
+        page = [q.project_experiment(e, fields) for e in rows[offset : offset + limit]]
+        return 200, {"data": page, "meta": {"cursor": cursor}}
+
+    def _experiment_items(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        limit = _int(params, "limit", 50, 100)
+        rows = q.experiment_items_matching(self._visible_items(), params)
+        offset = q.decode_offset_cursor(q.one(params, "cursor"))
+        cursor = q.encode_offset_cursor(offset + limit) if offset + limit < len(rows) else None
+        fields = q.one(params, "fields")
+        page = [q.project_experiment_item(r, fields) for r in rows[offset : offset + limit]]
+        return 200, {"data": page, "meta": {"cursor": cursor}}
+
+    # --- scores ------------------------------------------------------------------------------
+
+    def _check_score(self, score: dict[str, Any]) -> str | None:
+        """Langfuse's server-side checks of one score; the rejection message, or None."""
+        name = score.get("name")
+        if name in self.reject_names:
+            return self.reject_names[name]
+        subjects = [k for k in ("traceId", "sessionId", "datasetRunId") if score.get(k)]
+        if len(subjects) != 1:
+            return f"Score {score.get('id')}: exactly one of traceId, sessionId, datasetRunId is required"
+        if score.get("observationId") and not score.get("traceId"):
+            return f"Score {score.get('id')}: observationId requires traceId"
+        if score.get("source") == "EVAL":
+            return f"Score {score.get('id')}: source EVAL cannot be set through the API"
+        environment = score.get("environment")
+        if environment is not None and not ENVIRONMENT.match(environment):
+            return f"Score {score.get('id')}: invalid environment {environment!r}"
+        value, data_type = score.get("value"), score.get("dataType")
+        config_id = score.get("configId")
+        config = None
+        if config_id is not None:
+            config = next((c for c in self.configs if c["id"] == config_id), None)
+            if config is None:
+                return f"Score {score.get('id')}: score config {config_id} not found"
+            if config["name"] != name:
+                return f"Score {score.get('id')}: name {name!r} does not match the config's name {config['name']!r}"
+            if data_type is not None and data_type != config["dataType"]:
+                return (
+                    f"Score {score.get('id')}: data type {data_type} does not match the config's {config['dataType']}"
+                )
+            data_type = data_type or config["dataType"]
+        if data_type is None:
+            data_type = "NUMERIC" if isinstance(value, int | float) else "CATEGORICAL"
+        if data_type in ("NUMERIC", "BOOLEAN") and not isinstance(value, int | float):
+            return f"Score {score.get('id')}: {data_type} scores need a numeric value"
+        if data_type == "BOOLEAN" and value not in (0, 1):
+            return f"Score {score.get('id')}: BOOLEAN scores take 0 or 1, got {value}"
+        if data_type in ("CATEGORICAL", "TEXT") and not isinstance(value, str):
+            return f"Score {score.get('id')}: {data_type} scores need a string value"
+        if data_type == "TEXT" and not 1 <= len(str(value)) <= 500:
+            return f"Score {score.get('id')}: TEXT scores are 1 to 500 characters"
+        if config is not None and data_type == "NUMERIC":
+            low, high = config.get("minValue"), config.get("maxValue")
+            if (low is not None and value < low) or (high is not None and value > high):
+                return f"Score {score.get('id')}: value {value} is outside the config's range [{low}, {high}]"
+        if (
+            config is not None
+            and data_type == "CATEGORICAL"
+            and value not in {c["label"] for c in config.get("categories") or []}
+        ):
+            return f"Score {score.get('id')}: value {value!r} is not a category of the config"
+        return None
+
+    def _post_scores(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        if len(request.body) > SCORES_BODY_LIMIT:
+            raise _Reply(413, "Body exceeded 1mb limit")
+        body = request.json()
+        self.score_posts += 1
+        messages = []
+        for score in body:
+            message = self._check_score(score)
+            if message:
+                messages.append(message)
+            else:
+                self.store.upsert(score, score.get("timestamp"), "scores")
+        if messages:
+            return 207, {
+                "accepted": len(body) - len(messages),
+                "rejected": len(messages),
+                "errors": [{"message": m} for m in messages],
+            }
+        return 202, {"message": "Accepted"}
+
+    def _ingestion(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        if len(request.body) > INGESTION_BODY_LIMIT:
+            raise _Reply(413, "Body exceeded 3.5mb limit")
+        batch = request.json()["batch"]
+        successes, errors = [], []
+        for event in batch:
+            event_id = event["id"]
+            if event["type"] != "score-create":
+                if self.generation == "v4":
+                    errors.append(
+                        {
+                            "id": event_id,
+                            "status": 400,
+                            "message": f"{event['type']} events are not supported on v4: use OpenTelemetry",
+                            "error": None,
+                        }
+                    )
+                else:
+                    successes.append({"id": event_id, "status": 201})
+                continue
+            score = dict(event["body"])
+            message = self._check_score(score)
+            if message:
+                errors.append({"id": event_id, "status": 400, "message": message, "error": None})
+                continue
+            self.ingestion_events.add(event_id)
+            self.store.upsert(score, event.get("timestamp"), "ingestion")
+            successes.append({"id": event_id, "status": 201})
+        return 207, {"successes": successes, "errors": errors}
+
+    def _get_scores(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        limit = _int(params, "limit", 50, 100)
+        exclusive = [p for p in ("traceId", "sessionId", "experimentId") if p in params]
+        if len(exclusive) > 1:
+            raise _Reply(400, f"{', '.join(exclusive)} cannot be combined")
+        if "observationId" in params and "traceId" not in params:
+            raise _Reply(400, "observationId requires traceId")
+        filters = {
+            name: q.csv(params, name)
+            for name in ("id", "name", "dataType", "environment", "configId", "traceId", "sessionId", "observationId")
+        }
+        experiment_ids = q.csv(params, "experimentId")
+        source = {s.upper() for s in q.csv(params, "source")}
+        start, end = q.parse_time(q.one(params, "fromTimestamp")), q.parse_time(q.one(params, "toTimestamp"))
+        groups = set((q.one(params, "fields") or "").split(","))
+        out = []
+        for stored in self.store.scores.values():
+            body = stored.body
+            if any(
+                values and str(body.get(name)) not in values for name, values in filters.items() if name != "dataType"
+            ):
+                continue
+            data_type = body.get("dataType") or "NUMERIC"
+            if filters["dataType"] and data_type not in filters["dataType"]:
+                continue
+            if experiment_ids and body.get("datasetRunId") not in experiment_ids:
+                continue
+            if source and "API" not in source:
+                continue
+            if not q.in_window(stored.timestamp, start, end) and (start or end):
+                continue
+            out.append(self._score_v3(stored, data_type, groups))
+        out.sort(key=lambda s: (s["timestamp"], s["id"]), reverse=True)
+        offset = q.decode_offset_cursor(q.one(params, "cursor"))
+        cursor = q.encode_offset_cursor(offset + limit) if offset + limit < len(out) else None
+        return 200, {"data": out[offset : offset + limit], "meta": {"limit": limit, "cursor": cursor}}
+
+    @staticmethod
+    def _score_v3(stored: Any, data_type: str, groups: set[str]) -> dict[str, Any]:
+        body = stored.body
+        value = body.get("value")
+        if data_type == "BOOLEAN":
+            value = bool(value)
+        score: dict[str, Any] = {
+            "id": body["id"],
+            "projectId": PROJECT_ID,
+            "name": body["name"],
+            "value": value,
+            "dataType": data_type,
+            "source": body.get("source") or "API",
+            "timestamp": stored.timestamp,
+            "environment": body.get("environment") or "default",
+            "createdAt": stored.first_received,
+            "updatedAt": stored.last_received,
+        }
+        if "details" in groups:
+            score.update(comment=body.get("comment"), configId=body.get("configId"), metadata=body.get("metadata"))
+        if "subject" in groups:
+            if body.get("observationId"):
+                score["subject"] = {"kind": "observation", "id": body["observationId"], "traceId": body.get("traceId")}
+            elif body.get("traceId"):
+                score["subject"] = {"kind": "trace", "id": body["traceId"]}
+            elif body.get("sessionId"):
+                score["subject"] = {"kind": "session", "id": body["sessionId"]}
+            else:
+                score["subject"] = {"kind": "experiment", "id": body.get("datasetRunId")}
+        return score
+
+    # --- OTLP --------------------------------------------------------------------------------
+
+    def _otlp(self, request: Request) -> Response:
+        body = self._otlp_body(request)
+        spans = [
+            span
+            for resource in body.get("resourceSpans") or []
+            for scope in resource.get("scopeSpans") or []
+            for span in scope.get("spans") or []
+        ]
+        self.otel_requests += 1
+        self.otel_spans += len(spans)
+        for span in spans:
+            if len(self.otel_summaries) >= 10_000:
+                break
+            attributes = {}
+            for attribute in span.get("attributes") or []:
+                value = attribute.get("value") or {}
+                text = next(iter(value.values()), None) if value else None
+                attributes[attribute.get("key")] = str(text)[:200] if text is not None else None
+            self.otel_summaries.append(
+                {"name": span.get("name"), "traceId": span.get("traceId"), "attributes": attributes}
+            )
+        if request.header("content-type").startswith("application/x-protobuf"):
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+            return Response(
+                200, ExportTraceServiceResponse().SerializeToString(), content_type="application/x-protobuf"
+            )
+        payload: dict[str, Any] = {}
+        try:
+            self.contract.check_response("POST", OTLP[1], 200, payload)
+        except ContractViolation as error:
+            self.violation(f"answer: {error}")
+        return Response.json(200, payload)
+
+    # --- v3 ----------------------------------------------------------------------------------
+
+    def _v3_trace(
+        self, rendered_root: RowRecord, header: TraceHeader, now: datetime, fields: set[str]
+    ) -> dict[str, Any] | None:
+        visible = rendered_root.visible_rows(now)
+        if not visible:
+            return None
+        root = visible[0]
+        io = "io" in fields
+        latency: float | None = -1.0
+        if "metrics" in fields:
+            latency = (
+                (datetime.fromisoformat(root["endTime"]) - datetime.fromisoformat(root["startTime"])).total_seconds()
+                if root.get("endTime")
+                else None
+            )
+        return {
+            "id": header.trace_id,
+            "timestamp": root["startTime"],
+            "name": root.get("traceName") or root.get("name"),
+            "input": _parse_io(root.get("input")) if io else None,
+            "output": _parse_io(root.get("output")) if io else None,
+            "sessionId": root.get("sessionId"),
+            "release": root.get("release"),
+            "version": root.get("version"),
+            "userId": root.get("userId"),
+            "metadata": root.get("metadata"),
+            "tags": list(root.get("tags") or []),
+            "public": False,
+            "environment": root.get("environment") or "default",
+            "htmlPath": f"/project/{PROJECT_ID}/traces/{header.trace_id}",
+            "latency": latency,
+            "totalCost": 0.0,
+            "observations": [],
+            "scores": [],
+        }
+
+    def _traces(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 1000)
+        field_name, descending = q.v3_order(params)
+        if field_name != "timestamp":
+            raise q.UnsupportedQuery(f"orderBy {field_name}")
+        fields = set((q.one(params, "fields") or "core,io,scores,observations,metrics").split(","))
+        conditions = q.parse_filter(params)
+        simple = q.effective_simple_params(params, conditions, q.V3_SIMPLE_COLUMNS)
+        low, high = q.parse_time(q.one(simple, "fromTimestamp")), q.parse_time(q.one(simple, "toTimestamp"))
+        now = datetime.now(UTC)
+        matched = []
+        for header in self._headers_desc(low, high):
+            trace = self._v3_trace(self.corpus.root_record(header), header, now, fields | {"io"})
+            if trace is not None and q.v3_trace_matches(trace, params, conditions):
+                matched.append((header, trace))
+        if not descending:
+            matched.reverse()
+        chunk = matched[(page - 1) * limit : page * limit]
+        data = []
+        for header, trace in chunk:
+            if "io" not in fields:
+                trace = {**trace, "input": None, "output": None}
+            if "observations" in fields:
+                trace["observations"] = [r["id"] for r in self.corpus.render(header).visible_rows(now)]
+            data.append(trace)
+        return 200, {"data": data, "meta": _page_meta(page, limit, len(matched))}
+
+    def _trace(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        header = self.corpus.find(params["traceId"])
+        now = datetime.now(UTC)
+        if header is None:
+            raise _Reply(404, f"Trace {params['traceId']} not found within authorized project")
+        rendered: RenderedTrace = self.corpus.render(header)
+        trace = self._v3_trace(rendered.root, header, now, {"io", "metrics"})
+        if trace is None:
+            raise _Reply(404, f"Trace {params['traceId']} not found within authorized project")
+        seen: dict[str, dict[str, Any]] = {}
+        for row in rendered.visible_rows(now):
+            seen.setdefault(row["id"], row)  # v3 answers merged observations: the finished row first
+        trace["observations"] = [_v3_observation(row) for row in seen.values()]
+        trace["scores"] = []
+        return 200, trace
+
+    def _runs_of(self, dataset: dict[str, Any]) -> list[dict[str, Any]]:
+        items = self._visible_items()
+        runs = []
+        for experiment in self.corpus.experiments:
+            if experiment["datasetId"] != dataset["id"]:
+                continue
+            mine = [i for i in items if i["experimentId"] == experiment["id"]]
+            if not mine:
+                continue
+            runs.append(
+                {
+                    "id": experiment["id"],
+                    "name": experiment["name"],
+                    "description": experiment.get("description"),
+                    "metadata": experiment.get("metadata"),
+                    "datasetId": dataset["id"],
+                    "datasetName": dataset["name"],
+                    "createdAt": min(i["startTime"] for i in mine),
+                    "updatedAt": max(i["endTime"] or i["startTime"] for i in mine),
+                }
+            )
+        runs.sort(key=lambda r: r["createdAt"], reverse=True)
+        return runs
+
+    def _runs(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        query = request.query()
+        dataset = self.corpus.datasets.get(params["datasetName"])
+        if dataset is None:
+            raise _Reply(404, f"Dataset {params['datasetName']} not found")
+        page, limit = _int(query, "page", 1), _int(query, "limit", 50, 100)
+        runs = self._runs_of(dataset)
+        return 200, {"data": runs[(page - 1) * limit : page * limit], "meta": _page_meta(page, limit, len(runs))}
+
+    def _run_items(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        query = request.query()
+        page, limit = _int(query, "page", 1), _int(query, "limit", 50, 100)
+        dataset_id, run_name = q.one(query, "datasetId"), q.one(query, "runName")
+        rows = []
+        for item in self._visible_items():
+            if item["experimentDatasetId"] != dataset_id or item["experimentName"] != run_name:
+                continue
+            rows.append(
+                {
+                    "id": f"ri-{item['id']}",
+                    "datasetRunId": item["experimentId"],
+                    "datasetRunName": item["experimentName"],
+                    "datasetItemId": item["experimentItemId"],
+                    "traceId": item["traceId"],
+                    "observationId": None,
+                    "createdAt": item["startTime"],
+                    "updatedAt": item["endTime"] or item["startTime"],
+                }
+            )
+        rows.sort(key=lambda r: r["createdAt"])
+        return 200, {"data": rows[(page - 1) * limit : page * limit], "meta": _page_meta(page, limit, len(rows))}
+
+    # --- control -----------------------------------------------------------------------------
+
+    def extra_stats(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "rows_served": self.rows_served,
+            "bytes_served": self.bytes_served,
+            "score_posts": self.score_posts,
+            "scores_stored": len(self.store.scores),
+            "score_writes": self.store.writes,
+            "otel_requests": self.otel_requests,
+            "otel_spans": self.otel_spans,
+            "repeat_boundary_rows": self.options.repeat_boundary_rows,
+        }
+
+    async def control(self, request: Request, name: str) -> Response | None:
+        method = request.method
+        if method == "GET" and name == "scores":
+            params = request.query()
+            names, traces = q.csv(params, "name"), q.csv(params, "traceId")
+            out = [
+                s.to_json()
+                for s in self.store.scores.values()
+                if (not names or s.body.get("name") in names) and (not traces or s.body.get("traceId") in traces)
+            ]
+            return Response.json(200, {"data": out})
+        if method == "GET" and name == "scores/summary":
+            return Response.json(200, self.store.summary())
+        if method == "POST" and name == "scores/clear":
+            self.store.clear()
+            return Response.json(200, {"ok": True})
+        if method == "POST" and name == "scores/reject":
+            body = request.json() or {}
+            message = body.get("message") or "rejected by the stand-in"
+            self.reject_names = {n: f"{message} ({n})" for n in body.get("names") or []}
+            return Response.json(200, {"reject": sorted(self.reject_names)})
+        if method == "POST" and name == "score-configs":
+            body = request.json() or {}
+            try:
+                added = [self.add_config(c) for c in body.get("configs") or []]
+            except _Reply as reply:
+                raise ValueError(str(reply)) from None
+            return Response.json(200, {"data": added})
+        if method == "POST" and name == "traces":
+            body = request.json() or {}
+            headers = [self.corpus.add_trace(rows) for rows in body.get("traces") or []]
+            return Response.json(200, {"added": [h.trace_id for h in headers]})
+        if method == "POST" and name == "options":
+            body = request.json() or {}
+            if "repeat_boundary_rows" in body:
+                self.options.repeat_boundary_rows = bool(body["repeat_boundary_rows"])
+            if "validate_answers" in body:
+                if body["validate_answers"] not in ("all", "sample", "none"):
+                    raise ValueError("validate_answers is all, sample or none")
+                self.options.validate_answers = str(body["validate_answers"])
+            return Response.json(
+                200,
+                {
+                    "repeat_boundary_rows": self.options.repeat_boundary_rows,
+                    "validate_answers": self.options.validate_answers,
+                },
+            )
+        if method == "GET" and name == "otel":
+            return Response.json(
+                200, {"requests": self.otel_requests, "spans": self.otel_spans, "summaries": self.otel_summaries}
+            )
+        if method == "GET" and name == "corpus":
+            return Response.json(200, self._corpus_summary(request.query()))
+        return None
+
+    def _corpus_summary(self, params: q.Params) -> dict[str, Any]:
+        corpus = self.corpus
+        out: dict[str, Any] = {
+            "scenario": corpus.scenario.to_dict(),
+            "end": q.iso(corpus.end),
+            "production_traces": len(corpus.production),
+            "experiment_traces": len(corpus.experiments_source),
+            "extra_traces": len(corpus.extra),
+            "datasets": sorted(corpus.datasets),
+            "experiments": [e["id"] for e in corpus.experiments],
+        }
+        if q.one(params, "ids") == "production":
+            environment = q.one(params, "environment") or "production"
+            out["trace_ids"] = corpus.expected_scored(environment)
+            out["hostile"] = {
+                h.trace_id: h.hostile for h in corpus.production_headers() if h.hostile and h.environment == environment
+            }
+        if q.one(params, "ids") == "experiments":
+            out["items"] = [
+                {"traceId": i["traceId"], "experimentId": i["experimentId"], "datasetItemId": i["experimentItemId"]}
+                for i in corpus.experiment_item_rows()
+            ]
+        return out
+
+
+# --- command line -------------------------------------------------------------------------------------
+
+
+def options_to_argv(options: LangfuseOptions) -> list[str]:
+    """CLI flags that rebuild ``options`` in another process (``python -m standins.langfuse_server``)."""
+    argv = [
+        "--generation", options.generation,
+        "--scenario-json", json.dumps(options.scenario.to_dict()),
+        "--faults-json", json.dumps(options.faults.to_dict()),
+        "--cache-size", str(options.cache_size),
+        "--public-key", options.public_key,
+        "--secret-key", options.secret_key,
+    ]  # fmt: skip
+    if options.version:
+        argv += ["--version", options.version]
+    if options.repeat_boundary_rows:
+        argv.append("--repeat-boundary-rows")
+    argv += ["--validate-answers", options.validate_answers]
+    if not options.keep_score_details:
+        argv.append("--no-score-details")
+    return argv
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
+    parser = argparse.ArgumentParser(
+        prog="python -m standins.langfuse_server",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--port", type=int, default=0, help="0: the OS picks (printed on stdout)")
+    parser.add_argument("--generation", choices=sorted(VERSIONS), default="v4")
+    parser.add_argument("--version", default=None, help="server version in /health")
+    parser.add_argument("--public-key", default=PUBLIC_KEY)
+    parser.add_argument("--secret-key", default=SECRET_KEY)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--traces", type=int, help="production traces in the backlog")
+    parser.add_argument("--live", type=int, help="production traces arriving after start, in real time")
+    parser.add_argument("--spacing", type=float, help="seconds between trace starts")
+    parser.add_argument("--end", help="ISO time the backlog ends at (default: now)")
+    parser.add_argument("--scenario-json", default="{}", help="any Scenario field, as JSON (flags above win)")
+    parser.add_argument("--latency", type=float)
+    parser.add_argument("--rate-429", type=float)
+    parser.add_argument("--retry-after", type=float)
+    parser.add_argument("--rate-5xx", type=float)
+    parser.add_argument("--rate-drop", type=float)
+    parser.add_argument("--faults-json", default="{}", help="any FaultConfig field, as JSON (flags above win)")
+    parser.add_argument("--repeat-boundary-rows", action="store_true", help="duplicate rows across pages")
+    parser.add_argument("--cache-size", type=int, default=4096)
+    parser.add_argument("--validate-answers", choices=("all", "sample", "none"), default="all")
+    parser.add_argument("--no-score-details", action="store_true")
+    args = parser.parse_args(argv)
+    scenario = json.loads(args.scenario_json)
+    for flag, key in (("seed", "seed"), ("traces", "traces"), ("live", "live"), ("spacing", "spacing"), ("end", "end")):
+        if getattr(args, flag) is not None:
+            scenario[key] = getattr(args, flag)
+    faults = json.loads(args.faults_json)
+    for flag in ("latency", "rate_429", "retry_after", "rate_5xx", "rate_drop"):
+        if getattr(args, flag) is not None:
+            faults[flag] = getattr(args, flag)
+    options = LangfuseOptions(
+        generation=args.generation,
+        version=args.version,
+        public_key=args.public_key,
+        secret_key=args.secret_key,
+        scenario=Scenario.from_dict(scenario),
+        faults=FaultConfig.from_dict(faults),
+        repeat_boundary_rows=args.repeat_boundary_rows,
+        validate_answers=args.validate_answers,
+        keep_score_details=not args.no_score_details,
+        cache_size=args.cache_size,
+    )
+    return args.port, options
+
+
+def main(argv: list[str] | None = None) -> int:
+    from standins.http import serve_forever
+
+    port, options = parse_args(argv)
+    app = LangfuseApp(options)
+
+    def announce(bound: int) -> None:
+        print(
+            json.dumps({"port": bound, "url": f"http://127.0.0.1:{bound}", "pid": __import__("os").getpid()}),
+            flush=True,
+        )
+
+    serve_forever(app.handle, port=port, announce=announce)
+    return 0
+
+
+__all__ = ["PUBLIC_KEY", "SECRET_KEY", "LangfuseApp", "LangfuseOptions", "main", "options_to_argv"]
+
+if __name__ == "__main__":
+    sys.exit(main())

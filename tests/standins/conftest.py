@@ -1,0 +1,106 @@
+"""Fixtures: stand-ins in background threads (checked for contract violations when the test ends), and
+adapter clients and judges wired to them over real loopback HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from standins.generate import DatasetSpec, Scenario
+from standins.handles import LangfuseHandle, OpenAIHandle, start_langfuse, start_openai
+from standins.langfuse_server import LangfuseOptions
+from standins.openai_server import OpenAIOptions
+from trace_scorer.config.langfuse import LangfuseSettings, RetrySettings
+from trace_scorer.langfuse import LangfuseClient
+
+#: A backlog well in the past: every row is visible, and a local Corpus of the same scenario is identical.
+END = "2026-11-01T12:00:00+00:00"
+
+
+def small_scenario(**overrides: Any) -> Scenario:
+    values: dict[str, Any] = {
+        "seed": 11,
+        "traces": 60,
+        "spacing": 4.0,
+        "end": END,
+        "duplicate_rate": 0.3,
+        "datasets": (DatasetSpec(name="agent-bench", items=5, runs=2, attempts=2),),
+    }
+    values.update(overrides)
+    return Scenario(**values)
+
+
+StartLangfuse = Callable[..., LangfuseHandle]
+StartOpenAI = Callable[..., OpenAIHandle]
+
+
+@pytest.fixture
+def start_lf() -> Iterator[StartLangfuse]:
+    """``start_lf(generation="v4", scenario=…, mode="thread", **options)``; no contract violation allowed."""
+    handles: list[LangfuseHandle] = []
+
+    def start(*, mode: str = "thread", scenario: Scenario | None = None, **options: Any) -> LangfuseHandle:
+        handle = start_langfuse(LangfuseOptions(scenario=scenario or small_scenario(), **options), mode=mode)
+        handles.append(handle)
+        return handle
+
+    yield start
+    problems = []
+    for handle in handles:
+        if handle.stopped:  # the test stopped it (and checked it) itself
+            continue
+        try:
+            problems += handle.violations()
+        finally:
+            handle.stop()
+    assert not problems, "contract violations:\n" + "\n".join(problems)
+
+
+@pytest.fixture
+def start_llm() -> Iterator[StartOpenAI]:
+    handles: list[OpenAIHandle] = []
+
+    def start(*, mode: str = "thread", **options: Any) -> OpenAIHandle:
+        handle = start_openai(OpenAIOptions(**options), mode=mode)
+        handles.append(handle)
+        return handle
+
+    yield start
+    problems = []
+    for handle in handles:
+        if handle.stopped:
+            continue
+        try:
+            problems += handle.violations()
+        finally:
+            handle.stop()
+    assert not problems, "request/answer violations:\n" + "\n".join(problems)
+
+
+MakeClient = Callable[..., LangfuseClient]
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[MakeClient]:
+    """``client_for(handle, **settings)``: the adapter on the stand-in, retries shortened for tests."""
+    clients: list[LangfuseClient] = []
+
+    def make(handle: LangfuseHandle, *, secret: str | None = None, **overrides: Any) -> LangfuseClient:
+        values: dict[str, Any] = {
+            "base_url": handle.url,
+            "public_key": handle.public_key,
+            "secret_key": SecretStr(secret or handle.secret_key),
+            "timeout": 10.0,
+            "retry": RetrySettings(initial=0.02, max=0.2, max_attempts=10),
+        }
+        values.update(overrides)
+        client = LangfuseClient(LangfuseSettings(**values))
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.aclose()
