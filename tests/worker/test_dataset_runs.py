@@ -257,3 +257,27 @@ async def test_production_traces_on_a_v3_server(
     events = len(v3.events)
     await h.tick(await h.open())
     assert len(v3.events) == events
+
+
+async def test_runs_chosen_by_name_pattern_or_list(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
+    v4.add_dataset("ds-1", "agent-bench")
+    start = clock.now() - timedelta(hours=3)
+    add_run(v4, "exp-n1", "nightly-2026-10-01", start, {"item-tokyo": "Tokyo"})
+    add_run(v4, "exp-n2", "nightly-2026-10-02", start + timedelta(hours=1), {"item-tokyo": "Kyoto"})
+    add_run(v4, "exp-adhoc", "try-new-prompt", start + timedelta(hours=2), {"item-tokyo": "Tokyo"})
+
+    h = await harness(bench_target(name="nightly", run_name_pattern="^nightly-", run_groups="dataset"))
+    context = await h.open()
+    await h.tick(context, "nightly")
+    clock.elapsed += 301
+    await h.tick(context, "nightly")
+    scored_runs = {s["datasetRunId"] for s in v4.scores.values() if s.get("datasetRunId")}
+    assert scored_runs == {"exp-n1", "exp-n2"}
+    assert run_scores(v4.scores, "exp-n1")["tool_call_accuracy"]["value"] == 0.5  # mean over both nightly runs
+
+    v4.scores.clear()
+    listed = await harness(bench_target(name="listed", run_names=["try-new-prompt"]))
+    listed.settings = listed.settings.model_copy(update={"state": h.settings.state})
+    context = await listed.open()
+    await listed.tick(context, "listed")
+    assert {s["traceId"] for s in v4.scores.values()} == {"exp-adhoc-item-tokyo"}
