@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -37,6 +38,8 @@ from trace_scorer.worker.outcomes import config_specs
 from trace_scorer.worker.traces import TraceSource
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 
 class Source(Protocol):
@@ -85,7 +88,9 @@ async def open_context(
     if client is None:
         client = LangfuseClient(settings.langfuse)
         stack.push_async_callback(client.aclose)
-    client.stats.on_request = lambda endpoint, outcome: ops.telemetry.langfuse_request(endpoint, outcome)
+    client.stats.on_request = lambda endpoint, outcome, seconds: ops.telemetry.langfuse_request(
+        endpoint, outcome, seconds
+    )
     client.stats.on_retry = lambda endpoint, outcome, wait: ops.telemetry.langfuse_retry(endpoint, outcome, wait)
     info = await client.connect()
     ops.health.langfuse_ok(detail=f"{info.base_url} {info.generation} server {info.server_version}")
@@ -105,7 +110,14 @@ async def open_context(
     for target in settings.targets:
         plan = plans[target.name]
         scorer = BatchScorer(
-            target, plan, Pipeline(plan), client, state, ops.telemetry, concurrency=settings.worker.concurrency
+            target,
+            plan,
+            Pipeline(plan),
+            client,
+            state,
+            ops.telemetry,
+            concurrency=settings.worker.concurrency,
+            progress=functools.partial(ops.health.progress, target.name),
         )
         source_class = TraceSource if target.source == "traces" else DatasetRunSource
         sources[target.name] = source_class(target, settings, client, state, scorer)
@@ -206,6 +218,25 @@ class Worker:
             log.warning("worker_stop_timeout", cancelled_ticks=len(pending))
 
 
+async def unless_stopped(opening: Awaitable[T], stop: asyncio.Event) -> T | None:
+    """``await opening``, or None as soon as ``stop`` is set: start-up is cancelled (nothing to save yet).
+
+    Connecting retries an unreachable Langfuse for as long as ``[langfuse.retry]`` allows (a minute by
+    default); SIGTERM must not wait for that, or the worker overruns its grace period and is killed.
+    """
+    task = asyncio.ensure_future(opening)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (stopped, task):
+            if not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiting
+    return None if task.cancelled() else task.result()
+
+
 async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> int:
     """The ``run`` command: returns the exit code.
 
@@ -222,7 +253,10 @@ async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> 
         while not stop.is_set():
             async with AsyncExitStack() as stack:
                 try:
-                    context = await open_context(settings, stack, ops=ops)
+                    context = await unless_stopped(open_context(settings, stack, ops=ops), stop)
+                    if context is None:
+                        log.info("worker_stopped_during_start")
+                        break
                 except LangfuseAuthError:
                     raise
                 except LangfuseError as exc:

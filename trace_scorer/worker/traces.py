@@ -109,6 +109,7 @@ class TraceSource(SourceBase):
         hold = window.end
         ready: dict[str, TraceRoot] = {}
         async for root in self.client.reads.list_trace_roots(window, self.filter):
+            self.scorer.progress()
             if root.trace_id in ready:
                 continue
             report.seen += 1
@@ -128,6 +129,7 @@ class TraceSource(SourceBase):
         items: list[WorkItem] = []
         found: set[str] = set()
         async for trace in self.client.reads.fetch_traces(roots):
+            self.scorer.progress()
             if trace.trace_id in found:
                 continue
             found.add(trace.trace_id)
