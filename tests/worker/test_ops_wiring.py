@@ -1,25 +1,29 @@
 """What the worker reports to its operations endpoints, and stopping during start-up.
 
-Three defects found by the process tests (tests/ops/test_worker_process.py), each pinned here:
+Defects found by the process tests (tests/ops/test_worker_process.py), each pinned here:
 - a tick that works through a backlog for longer than the liveness limit must report progress, or
   /healthz calls a busy worker stalled and the kubelet restarts it;
 - every Langfuse request's duration reaches ``trace_scorer_langfuse_request_duration_seconds``;
 - SIGTERM while start-up still retries an unreachable Langfuse stops it at once (exit 0 in the grace
-  period), rather than after the retries run out.
+  period), rather than after the retries run out;
+- on SIGTERM the running tick finishes the batch in hand within ``shutdown_grace`` (APScheduler's
+  ``shutdown()`` cancelled it at once) and is cancelled only when it overruns.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from tests.langfuse.fake import FakeClock, V4Server
 from tests.worker.conftest import MakeHarness, agent_trace, traces_target
+from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.ops import Health, Ops
-from trace_scorer.worker.service import open_context, unless_stopped
+from trace_scorer.worker.batch import TickReport
+from trace_scorer.worker.service import Worker, open_context, unless_stopped
 
 
 async def test_a_long_tick_reports_progress_to_liveness(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
@@ -82,3 +86,48 @@ async def test_start_up_result_and_errors_pass_through() -> None:
     with pytest.raises(PermissionError):
         await unless_stopped(refused(), stop)
     assert len(asyncio.all_tasks()) == 1  # nothing left running but this test
+
+
+class BatchInHand:
+    """A source whose tick is busy with a batch when the worker is told to stop, and needs ``finish``
+    seconds more to post it and save state."""
+
+    def __init__(self, target: TargetSettings, finish: float) -> None:
+        self.target = target
+        self.finish = finish
+        self.started = asyncio.Event()
+        self.finished = False
+        self.cancelled = False
+
+    async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
+        self.started.set()
+        try:
+            await stop.wait()
+            await asyncio.sleep(self.finish)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        self.finished = True
+        return TickReport(self.target.name)
+
+
+@pytest.mark.parametrize(("finish", "finished"), [(0.2, True), (5.0, False)])
+async def test_stop_lets_the_running_tick_finish_within_the_grace_period(
+    harness: MakeHarness, v4: V4Server, finish: float, finished: bool
+) -> None:
+    h = await harness(traces_target(interval=60), worker={"shutdown_grace": 0.5})
+    context = await h.open()
+    source = BatchInHand(context.sources["agent"].target, finish)
+    context.sources = {"agent": source}
+    worker = Worker(context)
+    running = asyncio.create_task(worker.run())
+    await asyncio.wait_for(source.started.wait(), timeout=2)
+
+    worker.stop.set()
+    started = asyncio.get_running_loop().time()
+    await asyncio.wait_for(running, timeout=3)
+    took = asyncio.get_running_loop().time() - started
+
+    assert source.finished is finished  # the batch in hand is finished, not cancelled at once
+    assert source.cancelled is not finished  # … unless it overruns the grace period
+    assert took < 0.5 + 0.3 if not finished else finish <= took < 0.5

@@ -200,9 +200,12 @@ class Worker:
         try:
             await self.stop.wait()
         finally:
-            scheduler.shutdown(wait=False)
+            # No new ticks, but let the running ones finish the batch in hand: the asyncio executor's
+            # shutdown() cancels every running job at once, so it comes only after drain().
+            scheduler.pause()
             self.context.ops.health.shutting_down()
             await self.drain()
+            scheduler.shutdown(wait=False)
 
     async def drain(self) -> None:
         """Wait for running ticks to finish the batch in hand (they see :attr:`stop`), up to the grace time."""
@@ -216,6 +219,7 @@ class Worker:
             task.cancel()
         if pending:
             log.warning("worker_stop_timeout", cancelled_ticks=len(pending))
+            await asyncio.wait(pending, timeout=1.0)  # unwound before the client and the state close
 
 
 async def unless_stopped(opening: Awaitable[T], stop: asyncio.Event) -> T | None:
