@@ -18,6 +18,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,12 @@ def stop(worker: WorkerProcess, timeout: float) -> tuple[int | None, float]:
     return code, time.monotonic() - started
 
 
+def slow_posts(langfuse: LangfuseHandle, posts: int, *, seconds: float) -> None:
+    """The next ``posts`` score posts each take ``seconds`` (the stand-in's ``latency`` setting would
+    slow every route)."""
+    langfuse.script_faults(*[ScriptedFault("latency", route="POST /api/public/scores", seconds=seconds)] * posts)
+
+
 def scored_traces(langfuse: LangfuseHandle) -> set[str]:
     return {str(s["traceId"]) for s in langfuse.scores(name=METRIC)}
 
@@ -160,8 +167,12 @@ def llm() -> Iterator[OpenAIHandle]:
 
 
 def backlog(traces: int, *, live: int = 0, spacing: float = 1.0, seed: int = 7) -> LangfuseOptions:
-    """``traces`` production traces that ended before the stand-in started, ``live`` more arriving."""
-    return LangfuseOptions(scenario=Scenario(seed=seed, traces=traces, live=live, spacing=spacing, datasets=()))
+    """``traces`` production traces; with ``live`` traces, those start when the stand-in does and the
+    backlog's last traces may still be running; without, the backlog had ended two minutes earlier (a
+    trace lasts at most a minute), so a first tick finds every trace ready."""
+    end = None if live else (datetime.now(UTC) - timedelta(minutes=2)).isoformat()
+    scenario = Scenario(seed=seed, traces=traces, live=live, spacing=spacing, end=end, datasets=())
+    return LangfuseOptions(scenario=scenario)
 
 
 #: The default stand-in's traces: 8 that started before it did, 3 more starting in its first 1.5 s.
@@ -286,30 +297,29 @@ def test_readiness_follows_langfuse(llm: OpenAIHandle, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_liveness_fails_while_a_tick_hangs_and_recovers(
-    langfuse: LangfuseHandle, llm: OpenAIHandle, tmp_path: Path
-) -> None:
+def test_liveness_fails_while_a_tick_hangs_and_recovers(llm: OpenAIHandle, tmp_path: Path) -> None:
     """A tick stuck on a Langfuse read for longer than the liveness limit (2 intervals of 1 s): the
     target's ticks stop (one target's ticks never overlap), /healthz fails while the HTTP server still
     answers; when the read returns, ticks resume and /healthz passes again."""
+    langfuse = start_langfuse(backlog(4), mode="thread")
     env = environment(langfuse, llm, liveness_intervals=2)
-    with WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
+    with langfuse, WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
         ops = Endpoints(worker)
-        eventually(lambda: len(scored_traces(langfuse)) >= 8, "the backlog scored", worker)
+        eventually(lambda: len(scored_traces(langfuse)) >= 1, "traces scored", worker)
         assert ops.status("/healthz") == 200
         for _ in range(3):  # healthy while ticks come
             time.sleep(0.5)
             assert ops.status("/healthz") == 200
 
-        langfuse.script_faults(ScriptedFault("latency", route="GET /api/public/v2/observations", seconds=6.0))
-        eventually(lambda: ops.status("/healthz") == 503, "unhealthy while the tick hangs", worker, timeout=6)
+        langfuse.script_faults(ScriptedFault("latency", route="GET /api/public/v2/observations", seconds=4.5))
+        eventually(lambda: ops.status("/healthz") == 503, "unhealthy while the tick hangs", worker, timeout=4.5)
         code, body = ops.probe("/healthz")
         assert code == 503 and body["reason"].startswith("scheduler stalled: production"), body
         assert body["targets"][TARGET]["idle_seconds"] > body["targets"][TARGET]["limit_seconds"] == 2
         assert value(ops.scrape(), "trace_scorer_up", probe="liveness") == 0
         assert ops.status("/readyz") == 200  # still ready: Langfuse did answer its last check
 
-        eventually(lambda: ops.status("/healthz") == 200, "healthy again once the read returns", worker, timeout=8)
+        eventually(lambda: ops.status("/healthz") == 200, "healthy again once the read returns", worker, timeout=6)
         exit_code, _ = stop(worker, 10)
     assert exit_code == 0
 
@@ -319,7 +329,7 @@ def test_liveness_holds_through_a_long_tick_that_makes_progress(llm: OpenAIHandl
     """One tick working through a backlog batch after batch for longer than the liveness limit is alive:
     it is not a stall (the kubelet must not restart a worker that is catching up)."""
     with start_langfuse(backlog(10), mode="thread") as langfuse:
-        langfuse.set_faults(latency=0.3, routes=["POST /api/public/scores"])
+        slow_posts(langfuse, 10, seconds=0.4)
         env = environment(langfuse, llm, liveness_intervals=2, worker={"batch_size": 1})
         with WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
             ops = Endpoints(worker)
@@ -346,21 +356,26 @@ def test_liveness_holds_through_a_long_tick_that_makes_progress(llm: OpenAIHandl
 def test_sigterm_finishes_the_batch_saves_state_and_a_restart_posts_nothing_twice(
     llm: OpenAIHandle, tmp_path: Path
 ) -> None:
+    """SIGTERM while a batch's scores are being posted: the post completes, the ledger records it, no
+    further batch starts, exit 0 within ``shutdown_grace``. A second start scores the rest, re-posting
+    nothing (Langfuse saw each score written exactly once)."""
     with start_langfuse(backlog(12), mode="thread") as langfuse:
         corpus = langfuse.corpus(ids="production")
-        # Batches of 2, each score post taking 0.4 s: SIGTERM lands in the middle of the backlog.
-        langfuse.set_faults(latency=0.4, routes=["POST /api/public/scores"])
+        # Batches of 2 traces; each score post takes 1 s, so the worker is mostly posting.
+        slow_posts(langfuse, 6, seconds=1.0)
         env = environment(langfuse, llm, worker={"batch_size": 2, "shutdown_grace": "5s"})
         with WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
             ops = Endpoints(worker)
             eventually(lambda: len(scored_traces(langfuse)) >= 2, "a first batch posted", worker)
             assert ops.status("/readyz") == 200
+            time.sleep(0.3)  # the second batch's post is in flight
             code, took = stop(worker, 10)
-            assert code == 0, worker.log()[-3000:]
-            assert took < 5.0, f"exit took {took:.1f} s, longer than shutdown_grace"
-            assert "worker_stopping" in worker.log() or "worker_stopped" in worker.log()
+            log = worker.log()
+        assert code == 0, log[-3000:]
+        assert took < 5.0, f"exit took {took:.1f} s, longer than shutdown_grace"
+        assert '"worker_stopping"' in log and '"worker_stop_timeout"' not in log
         first = scored_traces(langfuse)
-        assert 2 <= len(first) < 12, "SIGTERM should have come in the middle of the backlog"
+        assert 4 <= len(first) < 12, f"{len(first)} traces scored: the batch in flight should have finished, no more"
 
         # The state on disk: every trace whose scores arrived is in the ledger, nothing else is.
         state = StateStore(tmp_path / "state.db")
@@ -383,10 +398,34 @@ def test_sigterm_finishes_the_batch_saves_state_and_a_restart_posts_nothing_twic
         state = StateStore(tmp_path / "state.db")
         try:
             assert state.watermark(TARGET) is not None
-            assert set(state.scored_hashes(TARGET, list(scored_traces(langfuse)))) == scored_traces(langfuse)
+            assert set(state.scored_hashes(TARGET, corpus["trace_ids"])) == scored_traces(langfuse)
         finally:
             state.close()
         assert langfuse.violations() == []
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_hung_request_exits_0_when_the_grace_period_ends(
+    llm: OpenAIHandle, tmp_path: Path
+) -> None:
+    """The batch in hand cannot finish (its Langfuse read hangs for 30 s): the worker waits
+    ``shutdown_grace`` (2 s), cancels the tick and exits 0; what was scored before stays recorded."""
+    with start_langfuse(backlog(4), mode="thread") as langfuse:
+        env = environment(langfuse, llm, worker={"shutdown_grace": "2s"})
+        with WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
+            Endpoints(worker)
+            eventually(lambda: len(scored_traces(langfuse)) == 4, "the backlog scored", worker)
+            langfuse.script_faults(ScriptedFault("latency", route="GET /api/public/v2/observations", seconds=30.0))
+            time.sleep(1.5)  # the next tick (1 s interval) is now waiting on that read
+            code, took = stop(worker, 10)
+        assert code == 0, worker.log()[-3000:]
+        assert 2.0 <= took < 4.0, f"exit took {took:.1f} s; shutdown_grace is 2 s"
+        assert '"worker_stop_timeout"' in worker.log()
+        state = StateStore(tmp_path / "state.db")
+        try:
+            assert set(state.scored_hashes(TARGET, list(scored_traces(langfuse)))) == scored_traces(langfuse)
+        finally:
+            state.close()
 
 
 @pytest.mark.slow
