@@ -229,6 +229,14 @@ def test_metrics_move_as_traces_are_scored(langfuse: LangfuseHandle, llm: OpenAI
     assert value(after, "trace_scorer_langfuse_requests_total", endpoint=posts, status="202") > 0
     assert value(after, "trace_scorer_langfuse_request_duration_seconds_count", endpoint=reads) > 0
 
+    # The judge (agent_goal_accuracy asks the OpenAI stand-in): calls by model and outcome, tokens, time.
+    judge = {"model": "standin/judge-a"}
+    calls = "trace_scorer_judge_calls_total"
+    assert value(after, calls, **judge, outcome="ok") > value(before, calls, **judge, outcome="ok") > 0
+    assert value(after, "trace_scorer_judge_tokens_total", **judge, kind="prompt") > 0
+    assert value(after, "trace_scorer_judge_tokens_total", **judge, kind="completion") > 0
+    assert value(after, "trace_scorer_judge_call_duration_seconds_count", **judge) == value(after, calls, **judge)
+
     # Ticks: timed, all ok, and more of them.
     ticks = "trace_scorer_tick_duration_seconds_count"
     assert value(after, ticks, **t) > value(before, ticks, **t) > 0

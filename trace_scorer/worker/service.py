@@ -79,6 +79,14 @@ async def open_context(
     if judge is not None:
         stack.push_async_callback(judge.aclose)
         resources.judge = judge
+        judge.on_call = lambda model, outcome, usage, seconds: ops.telemetry.judge_call(
+            model,
+            outcome,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost,
+            duration_seconds=seconds,
+        )
     embedder = build_embedder(settings)
     if embedder is not None:
         stack.push_async_callback(embedder.aclose)
