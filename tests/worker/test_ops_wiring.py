@@ -7,7 +7,8 @@ Defects found by the process tests (tests/ops/test_worker_process.py), each pinn
 - SIGTERM while start-up still retries an unreachable Langfuse stops it at once (exit 0 in the grace
   period), rather than after the retries run out;
 - on SIGTERM the running tick finishes the batch in hand within ``shutdown_grace`` (APScheduler's
-  ``shutdown()`` cancelled it at once) and is cancelled only when it overruns.
+  ``shutdown()`` cancelled it at once) and is cancelled only when it overruns;
+- ``trace_scorer_traces_skipped_total`` counts every reason a tick reports, not only "no observations".
 """
 
 from __future__ import annotations
@@ -131,3 +132,25 @@ async def test_stop_lets_the_running_tick_finish_within_the_grace_period(
     assert source.finished is finished  # the batch in hand is finished, not cancelled at once
     assert source.cancelled is not finished  # … unless it overruns the grace period
     assert took < 0.5 + 0.3 if not finished else finish <= took < 0.5
+
+
+async def test_skipped_traces_are_exported_by_reason(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
+    start = clock.now() - timedelta(minutes=30)
+    v4.observations += agent_trace("running", start - timedelta(minutes=10), ended=False)  # holds the watermark
+    for index in range(2):
+        v4.observations += agent_trace(f"t{index}", start + timedelta(seconds=index))
+    h = await harness()
+    context = await h.open()
+    worker = Worker(context, clock=clock.now)
+    source = context.sources["agent"]
+    registry = context.ops.telemetry.registry
+
+    def skipped(reason: str) -> float:
+        labels = {"target": "agent", "reason": reason}
+        return registry.get_sample_value("trace_scorer_traces_skipped_total", labels) or 0
+
+    await worker.tick(source)
+    assert skipped("not_finished") == 1
+    await worker.tick(source)  # the same window again: the two scored traces are not scored twice
+    assert skipped("already_scored") == 2
+    assert skipped("not_finished") == 2

@@ -177,6 +177,7 @@ class Worker:
         finally:
             if task is not None:
                 self._running.discard(task)
+        self.count_skipped(report)
         log.info(
             "tick",
             target=target.name,
@@ -186,6 +187,14 @@ class Worker:
             langfuse_retries=client.stats.total_retries - retries_before,
             duration_seconds=round(asyncio.get_running_loop().time() - started, 3),
         )
+
+    def count_skipped(self, report: TickReport) -> None:
+        """``traces_skipped_total`` by reason, from the tick's report (as the tick event logs them)."""
+        telemetry = self.context.ops.telemetry
+        for reason, count in report.skipped.items():
+            telemetry.traces_skipped(report.target, reason, count)
+        if report.deferred:
+            telemetry.traces_skipped(report.target, "not finished", report.deferred)
 
     async def run(self) -> None:
         """Schedule every target until :attr:`stop` is set, then let running ticks finish."""

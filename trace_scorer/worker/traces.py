@@ -145,7 +145,6 @@ class TraceSource(SourceBase):
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             report.skipped["no observations"] += len(missing)
-            self.scorer.telemetry.traces_skipped(self.target.name, "no observations", len(missing))
             self.state.record_scored(self.target.name, missing, self.scorer.plan.config_hash, now)
         if items:
             await self.scorer.run(items, report, now)
