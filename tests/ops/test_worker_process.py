@@ -374,16 +374,18 @@ def test_sigterm_finishes_the_batch_saves_state_and_a_restart_posts_nothing_twic
         env = environment(langfuse, llm, worker={"batch_size": 2, "shutdown_grace": "5s"})
         with WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
             ops = Endpoints(worker)
-            eventually(lambda: len(scored_traces(langfuse)) >= 2, "a first batch posted", worker)
+            # A scripted fault is used up when its request arrives: 4 of 6 left = the second post is in
+            # the stand-in, waiting out its second.
+            eventually(lambda: langfuse.stats()["script_left"] <= 4, "the second batch's post in flight", worker)
+            assert len(scored_traces(langfuse)) == 2
             assert ops.status("/readyz") == 200
-            time.sleep(0.3)  # the second batch's post is in flight
             code, took = stop(worker, 10)
             log = worker.log()
         assert code == 0, log[-3000:]
         assert took < 5.0, f"exit took {took:.1f} s, longer than shutdown_grace"
         assert '"worker_stopping"' in log and '"worker_stop_timeout"' not in log
         first = scored_traces(langfuse)
-        assert 4 <= len(first) < 12, f"{len(first)} traces scored: the batch in flight should have finished, no more"
+        assert len(first) == 4, f"{len(first)} traces scored: the batch in flight should have finished, no more"
 
         # The state on disk: every trace whose scores arrived is in the ledger, nothing else is.
         state = StateStore(tmp_path / "state.db")
@@ -424,7 +426,7 @@ def test_sigterm_during_a_hung_request_exits_0_when_the_grace_period_ends(
             Endpoints(worker)
             eventually(lambda: len(scored_traces(langfuse)) == 4, "the backlog scored", worker)
             langfuse.script_faults(ScriptedFault("latency", route="GET /api/public/v2/observations", seconds=30.0))
-            time.sleep(1.5)  # the next tick (1 s interval) is now waiting on that read
+            eventually(lambda: langfuse.stats()["script_left"] == 0, "the next tick waiting on that read", worker)
             code, took = stop(worker, 10)
         assert code == 0, worker.log()[-3000:]
         assert 2.0 <= took < 4.0, f"exit took {took:.1f} s; shutdown_grace is 2 s"
