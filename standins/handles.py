@@ -225,13 +225,16 @@ class ProcessOpenAI(_Process, OpenAIHandle):
 
 
 def spawn(
-    module: str, argv: list[str], *, timeout: float = START_TIMEOUT
+    module: str, argv: list[str], *, timeout: float = START_TIMEOUT, port: int = 0
 ) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    """Start ``python -m module argv…`` and wait for its announcement line ``{"port", "url", "pid"}``."""
+    """Start ``python -m module argv…`` and wait for its announcement line ``{"port", "url", "pid"}``.
+
+    ``port``: 0 lets the OS pick (the default); a fixed one is for tests that start a stand-in where a
+    client already points (e.g. "Langfuse unreachable at start-up, then up")."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     process = subprocess.Popen(
-        [sys.executable, "-m", module, "--port", "0", *argv],
+        [sys.executable, "-m", module, "--port", str(port), *argv],
         stdout=subprocess.PIPE,
         stderr=None,
         text=True,
@@ -266,20 +269,21 @@ def spawn(
     return process, announced[0]
 
 
-def start_langfuse(options: Any = None, *, mode: str = "thread") -> LangfuseHandle:
-    """A Langfuse stand-in with these :class:`~standins.langfuse_server.LangfuseOptions`."""
+def start_langfuse(options: Any = None, *, mode: str = "thread", port: int = 0) -> LangfuseHandle:
+    """A Langfuse stand-in with these :class:`~standins.langfuse_server.LangfuseOptions` (on ``port``
+    of 127.0.0.1; 0, the default, lets the OS pick)."""
     from standins.langfuse_server import LangfuseApp, LangfuseOptions, options_to_argv
 
     options = options or LangfuseOptions()
     if mode == "thread":
         app = LangfuseApp(options)
-        thread = ServerThread(app.handle, name="langfuse-standin")
+        thread = ServerThread(app.handle, port=port, name="langfuse-standin")
         port = thread.start()
         handle = ThreadedLangfuse(f"http://127.0.0.1:{port}", options.public_key, options.secret_key)
         handle._thread = thread
         return handle
     if mode == "process":
-        process, announced = spawn("standins.langfuse_server", options_to_argv(options))
+        process, announced = spawn("standins.langfuse_server", options_to_argv(options), port=port)
         proc_handle = ProcessLangfuse(announced["url"], options.public_key, options.secret_key)
         proc_handle.process = process
         return proc_handle

@@ -465,3 +465,29 @@ async def test_an_endpoint_reporting_no_usage(llm: ScriptedLLM, make_judge: Judg
     entry = outcome.details["models"]["p/a"]
     assert entry["tokens"] == {"prompt": 0, "completion": 0} and entry["calls"] == 1
     assert "cost_usd" not in entry  # unknown, not zero
+
+
+# --- what the worker's metrics hear -------------------------------------------------------------
+
+
+async def test_every_completion_is_reported_with_its_outcome_tokens_and_time(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
+    """``Judge.on_call`` (the worker's judge metrics): each completion asked for, valid or not, and each
+    ask that got no answer."""
+    llm.on("a", "not json", verdict(1))
+    llm.on("b", error(400, "bad request"))
+    judge = await make_judge(provider("p", "a", "b"))
+    heard: list[tuple[str, str, int, int, bool]] = []
+    judge.on_call = lambda model, outcome, usage, seconds: heard.append(
+        (model, outcome, usage.prompt_tokens, usage.completion_tokens, seconds is not None)
+    )
+
+    await critic(judge, models=["p/a"]).score(booking_sample(), {})
+    await critic(judge, models=["p/b"]).score(booking_sample(), {})
+
+    assert heard == [
+        ("p/a", "invalid", 100, 20, True),
+        ("p/a", "ok", 100, 20, True),
+        ("p/b", "error", 0, 0, False),
+    ]

@@ -9,10 +9,10 @@ tracing is on. Metrics never build HTTP requests or prompts' text themselves.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import structlog
 from pydantic import BaseModel
@@ -92,6 +92,16 @@ class Judge:
         self._tracer = tracer
         self._cache: RequestCache[Answer[Any]] = RequestCache(settings.cache_size)
         self.ledger = UsageLedger()
+        #: Told of every chat completion asked for (model ``provider/model-id``, outcome ``ok`` /
+        #: ``invalid`` (answered, but not valid) / ``error`` (no answer after retries), its usage and
+        #: seconds): the worker's metrics.
+        self.on_call: Callable[[str, Literal["ok", "invalid", "error"], Usage, float | None], None] | None = None
+
+    def _observe(
+        self, model: str, outcome: Literal["ok", "invalid", "error"], usage: Usage, seconds: float | None
+    ) -> None:
+        if self.on_call is not None:
+            self.on_call(model, outcome, usage, seconds)
 
     # --- models -------------------------------------------------------------------------------
 
@@ -247,6 +257,7 @@ class Judge:
                 except JudgeCallError as exc:
                     if generation is not None:
                         generation.failed(exc.message)
+                    self._observe(ref.name, "error", Usage(), None)
                     exc.with_usage(spent)
                     raise
                 except BaseException as exc:  # cancelled (shutdown) or a bug: close the span all the same
@@ -257,6 +268,7 @@ class Judge:
                 try:
                     value = parse_answer(completion.text, schema, context)
                 except AnswerInvalid as exc:
+                    self._observe(ref.name, "invalid", completion.usage, completion.seconds)
                     problem = str(exc)
                     if completion.finish_reason == "length":
                         problem += " (the answer was cut off at the token limit: keep the reasoning shorter)"
@@ -275,6 +287,7 @@ class Judge:
                         retry_message(self.language, problem),
                     ]
                     continue
+                self._observe(ref.name, "ok", completion.usage, completion.seconds)
                 if generation is not None:
                     generation.done(
                         completion.text,

@@ -21,14 +21,15 @@ class RequestStats:
     retry_wait_seconds: float = 0.0
     #: Seconds spent waiting for the per-minute request budget.
     budget_wait_seconds: float = 0.0
-    #: Told of every request (endpoint, outcome) and retry (endpoint, outcome, wait): the worker's metrics.
-    on_request: Callable[[str, str], None] | None = None
+    #: Told of every request (endpoint, outcome, seconds it took when known) and retry (endpoint,
+    #: outcome, wait): the worker's metrics.
+    on_request: Callable[[str, str, float | None], None] | None = None
     on_retry: Callable[[str, str, float], None] | None = None
 
-    def count_request(self, endpoint: str, outcome: str) -> None:
+    def count_request(self, endpoint: str, outcome: str, duration: float | None = None) -> None:
         self.requests[(endpoint, outcome)] += 1
         if self.on_request is not None:
-            self.on_request(endpoint, outcome)
+            self.on_request(endpoint, outcome, duration)
 
     def count_retry(self, endpoint: str, outcome: str, wait: float) -> None:
         self.retries[(endpoint, outcome)] += 1

@@ -8,6 +8,7 @@ Errors come out typed (:mod:`.errors`) with the server's message and never a sec
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -89,29 +90,34 @@ class Transport:
 
         async def attempt() -> Answer[T]:
             await self._budget.acquire()
+            started = time.perf_counter()
+
+            def count(outcome: str) -> None:
+                self._stats.count_request(endpoint.label, outcome, time.perf_counter() - started)
+
             try:
                 response = await send(NO_RETRIES)
             except ApiError as error:
                 status = error.status_code or 0
-                self._stats.count_request(endpoint.label, str(status))
+                count(str(status))
                 raise self._error(endpoint, status, error.headers or {}, error.body) from None
             except httpx.TimeoutException as error:
-                self._stats.count_request(endpoint.label, "timeout")
+                count("timeout")
                 raise LangfuseTransportError(
                     endpoint=endpoint.label, kind="timeout", detail=_detail(error)
                 ) from None
             except httpx.TransportError as error:
-                self._stats.count_request(endpoint.label, "connection_error")
+                count("connection_error")
                 raise LangfuseTransportError(
                     endpoint=endpoint.label, kind="connection_error", detail=_detail(error)
                 ) from None
             except pydantic.ValidationError as error:
-                self._stats.count_request(endpoint.label, "invalid_response")
+                count("invalid_response")
                 raise LangfuseResponseError(endpoint=endpoint.label, detail=_short(str(error))) from None
             # The generated client exposes headers and the parsed model only; the rows we hand on are
             # the plain JSON as Langfuse sent it (absent fields stay absent), so read the raw response.
             raw = response._response
-            self._stats.count_request(endpoint.label, str(raw.status_code))
+            count(str(raw.status_code))
             return Answer(status=raw.status_code, data=response.data, body=raw.json())
 
         if not retry:
@@ -132,6 +138,7 @@ class Transport:
 
         async def attempt() -> LegacyAnswer:
             await self._budget.acquire()
+            started = time.perf_counter()
             try:
                 response = await self._http.request(
                     endpoint.method,
@@ -142,16 +149,16 @@ class Transport:
                     headers=self._headers,
                 )
             except httpx.TimeoutException as error:
-                self._stats.count_request(endpoint.label, "timeout")
+                self._stats.count_request(endpoint.label, "timeout", time.perf_counter() - started)
                 raise LangfuseTransportError(
                     endpoint=endpoint.label, kind="timeout", detail=_detail(error)
                 ) from None
             except httpx.TransportError as error:
-                self._stats.count_request(endpoint.label, "connection_error")
+                self._stats.count_request(endpoint.label, "connection_error", time.perf_counter() - started)
                 raise LangfuseTransportError(
                     endpoint=endpoint.label, kind="connection_error", detail=_detail(error)
                 ) from None
-            self._stats.count_request(endpoint.label, str(response.status_code))
+            self._stats.count_request(endpoint.label, str(response.status_code), time.perf_counter() - started)
             content = _json_or_text(response)
             if response.is_success or response.status_code in accept:
                 if isinstance(content, str):

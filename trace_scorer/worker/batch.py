@@ -12,7 +12,7 @@ The rules that keep scores neither lost nor duplicated:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -122,6 +122,7 @@ class BatchScorer:
         telemetry: Telemetry,
         *,
         concurrency: int,
+        progress: Callable[[], None] | None = None,
     ) -> None:
         self.target = target
         self.plan = plan
@@ -130,14 +131,22 @@ class BatchScorer:
         self.state = state
         self.telemetry = telemetry
         self.concurrency = concurrency
+        self._progress = progress
+
+    def progress(self) -> None:
+        """The tick is moving (a trace listed, fetched or scored, a batch posted): liveness must know,
+        or a long tick working through a backlog looks like a stalled scheduler."""
+        if self._progress is not None:
+            self._progress()
 
     async def run(self, items: Sequence[WorkItem], report: TickReport, now: datetime) -> BatchResult:
         """Score ``items``, post, record. Raises :class:`LangfuseUnavailable` when delivery is incomplete
         (after recording what did settle)."""
         by_id = {item.sample.id: item for item in items}
-        results = [
-            r async for r in self.pipeline.score_samples([i.sample for i in items], concurrency=self.concurrency)
-        ]
+        results = []
+        async for result in self.pipeline.score_samples([i.sample for i in items], concurrency=self.concurrency):
+            results.append(result)
+            self.progress()
         posts = []
         for result in results:
             item = by_id[result.sample.id]
@@ -145,6 +154,7 @@ class BatchScorer:
                 self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
             )
         delivery = await self.client.post_scores(posts) if posts else DeliveryReport()
+        self.progress()
         self.count_delivery(delivery, report)
 
         unsettled = {s.subject.trace_id for s in delivery.undelivered}

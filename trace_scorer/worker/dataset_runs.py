@@ -96,6 +96,7 @@ class DatasetRunSource(SourceBase):
         self, experiment: Experiment, since: datetime, now: datetime, report: TickReport, stop: asyncio.Event
     ) -> None:
         items = [i async for i in self.client.reads.list_experiment_items(experiment, since)]
+        self.scorer.progress()
         report.seen += len(items)
         self.scorer.telemetry.traces_seen(self.target.name, len(items))
         self.state.see_run(self.target.name, experiment.id, len(items), now)
@@ -135,6 +136,7 @@ class DatasetRunSource(SourceBase):
         self, experiment: Experiment, items: Sequence[ExperimentItem], now: datetime, report: TickReport
     ) -> None:
         rows = {t.trace_id: t.rows async for t in self.client.reads.fetch_traces([self._root(i) for i in items])}
+        self.scorer.progress()
         work = []
         for item in items:
             sample = extract_sample(

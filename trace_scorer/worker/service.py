@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -37,6 +38,8 @@ from trace_scorer.worker.outcomes import config_specs
 from trace_scorer.worker.traces import TraceSource
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 
 class Source(Protocol):
@@ -76,6 +79,14 @@ async def open_context(
     if judge is not None:
         stack.push_async_callback(judge.aclose)
         resources.judge = judge
+        judge.on_call = lambda model, outcome, usage, seconds: ops.telemetry.judge_call(
+            model,
+            outcome,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost,
+            duration_seconds=seconds,
+        )
     embedder = build_embedder(settings)
     if embedder is not None:
         stack.push_async_callback(embedder.aclose)
@@ -85,7 +96,9 @@ async def open_context(
     if client is None:
         client = LangfuseClient(settings.langfuse)
         stack.push_async_callback(client.aclose)
-    client.stats.on_request = lambda endpoint, outcome: ops.telemetry.langfuse_request(endpoint, outcome)
+    client.stats.on_request = lambda endpoint, outcome, seconds: ops.telemetry.langfuse_request(
+        endpoint, outcome, seconds
+    )
     client.stats.on_retry = lambda endpoint, outcome, wait: ops.telemetry.langfuse_retry(endpoint, outcome, wait)
     info = await client.connect()
     ops.health.langfuse_ok(detail=f"{info.base_url} {info.generation} server {info.server_version}")
@@ -105,7 +118,14 @@ async def open_context(
     for target in settings.targets:
         plan = plans[target.name]
         scorer = BatchScorer(
-            target, plan, Pipeline(plan), client, state, ops.telemetry, concurrency=settings.worker.concurrency
+            target,
+            plan,
+            Pipeline(plan),
+            client,
+            state,
+            ops.telemetry,
+            concurrency=settings.worker.concurrency,
+            progress=functools.partial(ops.health.progress, target.name),
         )
         source_class = TraceSource if target.source == "traces" else DatasetRunSource
         sources[target.name] = source_class(target, settings, client, state, scorer)
@@ -157,6 +177,7 @@ class Worker:
         finally:
             if task is not None:
                 self._running.discard(task)
+        self.count_skipped(report)
         log.info(
             "tick",
             target=target.name,
@@ -166,6 +187,14 @@ class Worker:
             langfuse_retries=client.stats.total_retries - retries_before,
             duration_seconds=round(asyncio.get_running_loop().time() - started, 3),
         )
+
+    def count_skipped(self, report: TickReport) -> None:
+        """``traces_skipped_total`` by reason, from the tick's report (as the tick event logs them)."""
+        telemetry = self.context.ops.telemetry
+        for reason, count in report.skipped.items():
+            telemetry.traces_skipped(report.target, reason, count)
+        if report.deferred:
+            telemetry.traces_skipped(report.target, "not finished", report.deferred)
 
     async def run(self) -> None:
         """Schedule every target until :attr:`stop` is set, then let running ticks finish."""
@@ -188,9 +217,12 @@ class Worker:
         try:
             await self.stop.wait()
         finally:
-            scheduler.shutdown(wait=False)
+            # No new ticks, but let the running ones finish the batch in hand: the asyncio executor's
+            # shutdown() cancels every running job at once, so it comes only after drain().
+            scheduler.pause()
             self.context.ops.health.shutting_down()
             await self.drain()
+            scheduler.shutdown(wait=False)
 
     async def drain(self) -> None:
         """Wait for running ticks to finish the batch in hand (they see :attr:`stop`), up to the grace time."""
@@ -204,6 +236,26 @@ class Worker:
             task.cancel()
         if pending:
             log.warning("worker_stop_timeout", cancelled_ticks=len(pending))
+            await asyncio.wait(pending, timeout=1.0)  # unwound before the client and the state close
+
+
+async def unless_stopped(opening: Awaitable[T], stop: asyncio.Event) -> T | None:
+    """``await opening``, or None as soon as ``stop`` is set: start-up is cancelled (nothing to save yet).
+
+    Connecting retries an unreachable Langfuse for as long as ``[langfuse.retry]`` allows (a minute by
+    default); SIGTERM must not wait for that, or the worker overruns its grace period and is killed.
+    """
+    task = asyncio.ensure_future(opening)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (stopped, task):
+            if not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiting
+    return None if task.cancelled() else task.result()
 
 
 async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> int:
@@ -222,7 +274,10 @@ async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> 
         while not stop.is_set():
             async with AsyncExitStack() as stack:
                 try:
-                    context = await open_context(settings, stack, ops=ops)
+                    context = await unless_stopped(open_context(settings, stack, ops=ops), stop)
+                    if context is None:
+                        log.info("worker_stopped_during_start")
+                        break
                 except LangfuseAuthError:
                     raise
                 except LangfuseError as exc:

@@ -109,6 +109,7 @@ class TraceSource(SourceBase):
         hold = window.end
         ready: dict[str, TraceRoot] = {}
         async for root in self.client.reads.list_trace_roots(window, self.filter):
+            self.scorer.progress()
             if root.trace_id in ready:
                 continue
             report.seen += 1
@@ -128,6 +129,7 @@ class TraceSource(SourceBase):
         items: list[WorkItem] = []
         found: set[str] = set()
         async for trace in self.client.reads.fetch_traces(roots):
+            self.scorer.progress()
             if trace.trace_id in found:
                 continue
             found.add(trace.trace_id)
@@ -143,7 +145,6 @@ class TraceSource(SourceBase):
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             report.skipped["no observations"] += len(missing)
-            self.scorer.telemetry.traces_skipped(self.target.name, "no observations", len(missing))
             self.state.record_scored(self.target.name, missing, self.scorer.plan.config_hash, now)
         if items:
             await self.scorer.run(items, report, now)
