@@ -188,9 +188,12 @@ class Worker:
         try:
             await self.stop.wait()
         finally:
-            scheduler.shutdown(wait=False)
+            # No new ticks, but the running ones go on: APScheduler's shutdown cancels the coroutine jobs
+            # still running (AsyncIOExecutor.shutdown), so it comes only after they had their grace time.
+            scheduler.pause()
             self.context.ops.health.shutting_down()
             await self.drain()
+            scheduler.shutdown(wait=False)
 
     async def drain(self) -> None:
         """Wait for running ticks to finish the batch in hand (they see :attr:`stop`), up to the grace time."""
