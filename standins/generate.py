@@ -113,6 +113,11 @@ class Scenario:
     huge_bytes: int = 300_000
     #: Share of production roots whose metadata carries ``reference_topics`` (for topic_adherence).
     topics_rate: float = 1.0
+    #: Share of production roots whose metadata carries the ideal run's ``expected_answer`` and
+    #: ``expected_calls`` (golden references, as teams attach to replayed traffic): read them with
+    #: ``[targets.references]`` ``expected = "$.trace.metadata.expected_answer"``, ``reference_tool_calls =
+    #: "$.trace.metadata.expected_calls"``. Values over 200 characters need ``expandMetadata`` on v4.
+    references_rate: float = 0.0
     datasets: tuple[DatasetSpec, ...] = (DatasetSpec(),)
     #: Seconds between experiment traces within a run.
     item_spacing: float = 2.0
@@ -500,7 +505,9 @@ class Corpus:
             self._cache.popitem(last=False)
         return rendered
 
-    def _task_for(self, header: TraceHeader, r: random.Random) -> tuple[Task, Task | None]:
+    def _task_for(self, header: TraceHeader, r: random.Random) -> tuple[Task, Task | None, Task]:
+        """The run as the agent did it, the dataset item's ideal run (experiments), and the run before
+        any deviation (production traces' golden references)."""
         s = self.scenario
         if header.experiment is not None:
             ideal = self._ideal[header.experiment.dataset_item_id]
@@ -508,6 +515,7 @@ class Corpus:
         else:
             ideal = None
             task = make_task(r, s.tasks or None)
+        planned = task
         if r.random() < s.deviation_rate:
             task = deviate(task, r, r.choice(DEVIATIONS))
         if header.hostile == "injection":
@@ -515,7 +523,7 @@ class Corpus:
             if steps:
                 steps[0] = replace(steps[0], result={"note": INJECTION, "data": steps[0].result})
             task = replace(task, question=f"{task.question} {INJECTION}", steps=steps)
-        return task, ideal
+        return task, ideal, planned
 
     def root_record(self, header: TraceHeader) -> RowRecord:
         """The trace's root observation only: from the cache, else rendered without the other payloads."""
@@ -538,7 +546,7 @@ class Corpus:
             end = max((datetime.fromisoformat(r["endTime"] or r["startTime"]) for r in rows), default=header.start)
             return RenderedTrace(header, None, None, records, end)
         r = random.Random(f"{s.seed}:trace:{header.trace_id}")
-        task, ideal = self._task_for(header, r)
+        task, ideal, planned = self._task_for(header, r)
         user = f"u-{r.randint(1, 500)}"
         tags = [task.kind] + (["vip"] if r.random() < 0.1 else [])
         builder = RowBuilder(
@@ -557,6 +565,10 @@ class Corpus:
         root_meta: dict[str, Any] = {"tenant": r.choice(TENANTS), "format": header.format}
         if header.experiment is None and r.random() < s.topics_rate:
             root_meta["reference_topics"] = task.topics
+        if header.experiment is None and s.references_rate and self.has_references(header.trace_id):
+            # Drawn from the id, not from ``r``: scenarios without references render exactly as before.
+            root_meta["expected_answer"] = planned.answer
+            root_meta["expected_calls"] = planned.reference_calls()
         rows[0]["metadata"] = {**meta(root_meta), **rows[0]["metadata"]}
         if header.experiment is not None:
             rows = self._experiment_layout(header, builder, rows, task)
@@ -641,6 +653,10 @@ class Corpus:
         return header
 
     # --- summaries for tests -----------------------------------------------------------------
+
+    def has_references(self, trace_id: str) -> bool:
+        """Whether a production root carries ``expected_answer`` / ``expected_calls`` (``references_rate``)."""
+        return _fraction(self.scenario.seed, "references", trace_id) < self.scenario.references_rate
 
     def production_headers(self) -> Iterator[TraceHeader]:
         for i in range(len(self.production)):

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -38,19 +39,40 @@ from standins.handles import REPO_ROOT, LangfuseHandle, OpenAIHandle
 LLM_KEY_VARIABLE = "STANDIN_LLM_API_KEY"
 
 
+#: ``[targets.references]`` for the generator's golden references on production roots
+#: (``Scenario.references_rate``): ``expected_answer`` and ``expected_calls`` in the root's metadata.
+PRODUCTION_REFERENCES: dict[str, list[str]] = {
+    "expected": ["$.trace.metadata.expected_answer"],
+    "reference_tool_calls": ["$.trace.metadata.expected_calls"],
+}
+
+
+def backlog_timing(scenario: Any, *, margin: float = 600.0) -> dict[str, Any]:
+    """``lookback`` / ``lag`` / ``quiet_period`` that make every backlog trace of ``scenario`` eligible on
+    the first tick, for a scenario whose backlog ``end`` lies at least a minute in the past (traces last
+    at most 60 s, so all have ended): the lookback reaches before the first trace, no lag, a short quiet
+    period (the worker's clock is the real one)."""
+    span = scenario.spacing * (scenario.traces + 1)
+    end = datetime.fromisoformat(scenario.end) if scenario.end else datetime.now(UTC)
+    behind = max(0.0, (datetime.now(UTC) - end).total_seconds())
+    return {"lookback": f"{int(span + behind + margin)}s", "lag": "0s", "quiet_period": "1s"}
+
+
 def production_target(
-    metrics: Sequence[str | dict[str, Any]], *, name: str = "production", interval: str = "2s"
+    metrics: Sequence[str | dict[str, Any]], *, name: str = "production", interval: str = "2s", **options: Any
 ) -> dict[str, Any]:
-    """A ``[[targets]]`` entry for production traces with these metrics (a name or a full entry each)."""
+    """A ``[[targets]]`` entry for production traces with these metrics (a name or a full entry each);
+    ``options``: any other target key (``lookback``, ``lag``, ``quiet_period``, ``max_window``,
+    ``references``, ``filter``…)."""
     entries = [{"metric": m} if isinstance(m, str) else dict(m) for m in metrics]
-    return {"name": name, "source": "traces", "interval": interval, "metrics": entries}
+    return {"name": name, "source": "traces", "interval": interval, "metrics": entries, **options}
 
 
 def dataset_runs_target(
-    metrics: Sequence[str | dict[str, Any]], *, name: str = "experiments", interval: str = "2s"
+    metrics: Sequence[str | dict[str, Any]], *, name: str = "experiments", interval: str = "2s", **options: Any
 ) -> dict[str, Any]:
     entries = [{"metric": m} if isinstance(m, str) else dict(m) for m in metrics]
-    return {"name": name, "source": "dataset_runs", "interval": interval, "metrics": entries}
+    return {"name": name, "source": "dataset_runs", "interval": interval, "metrics": entries, **options}
 
 
 def worker_environment(
@@ -62,13 +84,19 @@ def worker_environment(
     llm_concurrency: int = 16,
     langfuse_settings: Mapping[str, Any] | None = None,
     judge_settings: Mapping[str, Any] | None = None,
+    worker_settings: Mapping[str, Any] | None = None,
+    state_path: str | Path | None = None,
+    provider_settings: Mapping[str, Any] | None = None,
     extra: Mapping[str, str] | None = None,
     inherit: bool = True,
 ) -> dict[str, str]:
     """Environment variables that configure a worker for the stand-ins (see the module docstring).
 
     Langfuse retries are shortened (0.1 s initial back-off) so fault tests stay fast; Retry-After is
-    still what a 429 asks. ``langfuse_settings`` / ``judge_settings`` override any key of those sections.
+    still what a 429 asks. ``langfuse_settings`` / ``judge_settings`` / ``provider_settings`` override any
+    key of those sections; ``worker_settings`` is ``[worker]`` (concurrency, batch_size, shutdown_grace);
+    ``state_path`` the SQLite file (default: ``trace-scorer.db`` in the worker's directory — a restart
+    with the same path and directory resumes).
     """
     env = dict(os.environ) if inherit else {}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
@@ -96,9 +124,14 @@ def worker_environment(
             "max_concurrency": llm_concurrency,
             "timeout": "60s",
         }
+        provider.update(provider_settings or {})
         env["TRACE_SCORER_PROVIDERS"] = json.dumps([provider])
         env[LLM_KEY_VARIABLE] = "sk-standin"
     env["TRACE_SCORER_TARGETS"] = json.dumps(list(targets))
+    if worker_settings:
+        env["TRACE_SCORER_WORKER"] = json.dumps(dict(worker_settings))
+    if state_path is not None:
+        env["TRACE_SCORER_STATE"] = json.dumps({"path": str(state_path)})
     env["TRACE_SCORER_HTTP"] = json.dumps({"enabled": True, "host": "127.0.0.1", "port": 0})
     env["TRACE_SCORER_LOG"] = json.dumps({"level": "INFO", "format": "json"})
     env.update(extra or {})
@@ -213,6 +246,20 @@ class WorkerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        """The JSON log lines (structlog events), all of them or those whose ``event`` is ``name``."""
+        found = []
+        for line in self.log().splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and (name is None or event.get("event") == name):
+                found.append(event)
+        return found
 
     def __enter__(self) -> Self:
         return self.start()

@@ -185,3 +185,27 @@ def test_scenarios_round_trip_through_json() -> None:
         Scenario.from_dict({"trace": 3})
     with pytest.raises(ValueError, match="unknown formats"):
         Scenario(formats=("xml",))
+
+
+def test_golden_references_on_production_roots_are_the_planned_run() -> None:
+    """``references_rate``: the root's metadata carries the run as planned (before any deviation), read
+    with the worker's reference paths; without it, traces render exactly as before."""
+    from standins.worker import PRODUCTION_REFERENCES
+    from trace_scorer.config.references import ReferenceSettings
+
+    with_refs = Corpus(small_scenario(references_rate=1.0, deviation_rate=1.0, datasets=()))
+    plain = Corpus(small_scenario(deviation_rate=1.0, datasets=()))
+    references = ReferenceSettings.model_validate(PRODUCTION_REFERENCES)
+    for header in list(with_refs.production_headers())[:20]:
+        rendered = with_refs.render(header)
+        assert rendered.task is not None and rendered.task.deviation is not None
+        sample = extract_sample([r.row for r in rendered.records], references=references, trace_id=header.trace_id)
+        metadata = rendered.root.row["metadata"]
+        assert sample.expected == metadata["expected_answer"] and sample.expected
+        assert [(c.name, c.arguments) for c in sample.reference_tool_calls] == [
+            (c["name"], c["arguments"]) for c in json.loads(metadata["expected_calls"])
+        ]
+        assert all(len(v) <= 200 for v in metadata.values())  # read whole on v4 without expandMetadata
+        other = plain.render(plain.find(header.trace_id))  # type: ignore[arg-type]
+        assert "expected_calls" not in other.root.row["metadata"]
+        assert [r.row for r in other.records][1:] == [r.row for r in rendered.records][1:]

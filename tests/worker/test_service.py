@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
+
+import pytest
+import structlog
 
 from tests.langfuse.fake import FakeClock, FakeLangfuse, V3Server, V4Server
 from tests.worker.conftest import MakeHarness, agent_trace
@@ -50,3 +54,36 @@ async def test_scheduler_ticks_each_target_and_stops_cleanly(
     assert {s["traceId"] for s in v4.scores.values()} == {"t1"}
     assert context.state.watermark("agent") is not None
     assert context.ops.health.readiness().ok is False  # shutting down: no longer ready
+
+
+async def test_stop_lets_the_running_tick_finish_its_batch(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM while a batch is being scored: the batch is posted and recorded before the worker exits
+    (APScheduler's shutdown cancels running coroutine jobs, so it must not come first)."""
+    from tests.worker.conftest import traces_target
+
+    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    h = await harness(traces_target(interval=0.05))
+    context = await h.open()
+    scorer = context.sources["agent"].scorer  # type: ignore[attr-defined]
+    original = scorer.run
+    scoring = asyncio.Event()
+
+    async def slow_run(items: Any, report: Any, now: Any) -> Any:
+        scoring.set()
+        await asyncio.sleep(0.3)
+        return await original(items, report, now)
+
+    monkeypatch.setattr(scorer, "run", slow_run)
+    worker = Worker(context, clock=clock.now)
+    with structlog.testing.capture_logs() as logs:
+        running = asyncio.create_task(worker.run())
+        await asyncio.wait_for(scoring.wait(), timeout=5)
+        worker.stop.set()  # what SIGTERM does
+        await asyncio.wait_for(running, timeout=5)
+    assert {s["traceId"] for s in v4.scores.values()} == {"t1"}
+    assert context.state.scored_hashes("agent", ["t1"]) == {"t1": context.plans["agent"].config_hash}
+    ticks = [e for e in logs if e["event"] == "tick"]
+    assert ticks and ticks[-1]["ok"] and ticks[-1]["traces_scored"] == 1
+    assert not [e for e in logs if e["event"] == "worker_stop_timeout"]

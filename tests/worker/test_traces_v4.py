@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from tests.langfuse.fake import FakeClock, FakeLangfuse, V4Server
 from tests.worker.conftest import FLAKY, MakeHarness, agent_trace, traces_target
 from trace_scorer.langfuse import ScoreSubject, score_id
+from trace_scorer.worker.traces import BATCHES_IN_FLIGHT
 
 
 def seed(v4: V4Server, clock: FakeClock, *trace_ids: str, minutes_ago: float = 30, **kw: object) -> None:
@@ -266,3 +271,67 @@ async def test_requests_per_100_traces_on_v4(
     posts = [c for c in calls if c.method == "POST"]
     print(f"\nv4: {len(reads)} reads and {len(posts)} score posts for 100 traces ({len(v4.scores)} scores)")
     assert len(reads) <= 5 and len(posts) <= 2
+
+
+async def test_the_next_batch_is_read_and_scored_while_the_previous_one_finishes(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two batches in flight: the judges' slots do not run dry while a batch waits for its slowest
+    trace, posts and the next batch is read."""
+    seed(v4, clock, *[f"t{i}" for i in range(6)])
+    h = await harness(worker={"batch_size": 2})
+    context = await h.open()
+    scorer = context.sources["agent"].scorer  # type: ignore[attr-defined]
+    original = scorer.run
+    active, peak, batches = 0, 0, 0
+
+    async def run(items: Any, report: Any, now: Any) -> Any:
+        nonlocal active, peak, batches
+        active, batches = active + 1, batches + 1
+        peak = max(peak, active)
+        try:
+            await asyncio.sleep(0.02)
+            return await original(items, report, now)
+        finally:
+            active -= 1
+
+    monkeypatch.setattr(scorer, "run", run)
+    report = await h.tick(context)
+    assert (report.scored, batches, peak) == (6, 3, BATCHES_IN_FLIGHT)
+    assert len(v4.scores) == 24
+    assert context.state.watermark("agent") == clock.now() - timedelta(minutes=2)
+
+
+async def test_a_batch_that_cannot_be_delivered_starts_no_other_and_lets_the_one_in_flight_finish(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trace_scorer.worker.batch import LangfuseUnavailable
+
+    seed(v4, clock, *[f"t{i}" for i in range(6)])
+    h = await harness(worker={"batch_size": 2})
+    context = await h.open()
+    scorer = context.sources["agent"].scorer  # type: ignore[attr-defined]
+    original = scorer.run
+    started: list[list[str]] = []
+
+    async def run(items: Any, report: Any, now: Any) -> Any:
+        started.append([i.trace_id for i in items])
+        if len(started) == 1:
+            await asyncio.sleep(0.01)  # the second batch is in flight when the first one fails
+            raise LangfuseUnavailable("2 scores undelivered: down")
+        await asyncio.sleep(0.05)
+        return await original(items, report, now)
+
+    monkeypatch.setattr(scorer, "run", run)
+    with pytest.raises(LangfuseUnavailable):
+        await h.tick(context)
+    assert len(started) == 2  # the third batch never started
+    # The batch in flight finished: posted and in the ledger; the failed one is not; the watermark waits.
+    assert set(context.state.scored_hashes("agent", [t for b in started for t in b])) == set(started[1])
+    assert {s["traceId"] for s in v4.scores.values()} == set(started[1])
+    assert context.state.watermark("agent") is None
+
+    monkeypatch.setattr(scorer, "run", original)
+    report = await h.tick(context)
+    assert report.scored == 4 and report.skipped["already scored"] == 2
+    assert len(v4.scores) == 24

@@ -1,6 +1,7 @@
 """Reads from a Langfuse v4 server: observations (v2 API), experiments and experiment items.
 
-All through the ``langfuse`` package's generated client, cursor-paged. Observation rows are handed on
+Through the ``langfuse`` package's generated client, cursor-paged — except the observation pages, read
+as plain JSON through the same transport (see ``_observation_pages``). Observation rows are handed on
 as the JSON Langfuse sent (input/output raw strings; fields of groups not requested are absent).
 """
 
@@ -12,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from langfuse.api import AsyncLangfuseAPI
+from langfuse.api.core.datetime_utils import serialize_datetime
 from langfuse.api.core.http_response import AsyncHttpResponse
 from langfuse.api.core.request_options import RequestOptions
 
@@ -29,7 +31,7 @@ from trace_scorer.langfuse.filters import v4_root_query
 from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import TraceScanner
-from trace_scorer.langfuse.transport import Transport
+from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
     Experiment,
@@ -51,6 +53,12 @@ EXPERIMENT_ITEM_FIELDS = "core,dataset,io,metadata,itemMetadata"
 EXPERIMENTS_MAX_LIMIT = 100
 
 Send = Callable[[RequestOptions], Awaitable[AsyncHttpResponse[Any]]]
+
+
+def _camel(name: str) -> str:
+    """``from_start_time`` → ``fromStartTime`` (the API's query parameter names)."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
 class V4Reader:
@@ -88,14 +96,27 @@ class V4Reader:
         endpoint: Endpoint,
         request: Callable[[str | None, RequestOptions], Awaitable[AsyncHttpResponse[Any]]],
     ) -> AsyncGenerator[list[Row], None]:
+        """Follow ``meta.cursor`` until it is absent (through the generated client)."""
+
+        async def body(cursor: str | None) -> Any:
+            return (await self._transport.call(endpoint, functools.partial(request, cursor))).body
+
+        async for page in self._body_pages(endpoint, body):
+            yield page
+
+    async def _body_pages(
+        self, endpoint: Endpoint, fetch: Callable[[str | None], Awaitable[Any]]
+    ) -> AsyncGenerator[list[Row], None]:
         """Follow ``meta.cursor`` until it is absent; a repeated cursor is an error, not a loop."""
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            answer = await self._transport.call(endpoint, functools.partial(request, cursor))
-            data = answer.body.get("data") or []
+            body = await fetch(cursor)
+            if not isinstance(body, Mapping):
+                raise LangfuseResponseError(endpoint=endpoint.label, detail="the answer is not a JSON object")
+            data = body.get("data") or []
             yield list(data)
-            cursor = (answer.body.get("meta") or {}).get("cursor")
+            cursor = (body.get("meta") or {}).get("cursor")
             if not cursor:
                 return
             if cursor in seen:
@@ -103,18 +124,25 @@ class V4Reader:
             seen.add(cursor)
 
     def _observation_pages(self, fields: str, **query: Any) -> AsyncGenerator[list[Row], None]:
-        async def request(cursor: str | None, options: RequestOptions) -> AsyncHttpResponse[Any]:
-            response: AsyncHttpResponse[Any] = await self._api.observations.with_raw_response.get_many(
-                fields=fields,
-                expand_metadata=self._expand_metadata,
-                limit=self._settings.page_size,
-                cursor=cursor,
-                request_options=options,
-                **query,
-            )
-            return response
+        """Observation pages as plain JSON. Not through the generated client: it parses every page into
+        its models (~0.25 ms a row, 25 times the JSON decoding) and the rows handed on are the plain JSON
+        anyway; on a busy worker that parsing held the event loop long enough to starve the judges.
+        The query is encoded as the generated client encodes it (same names, same time format)."""
+        params: dict[str, QueryValue] = {
+            "fields": fields,
+            "expandMetadata": self._expand_metadata,
+            "limit": self._settings.page_size,
+        }
+        for name, value in query.items():
+            params[_camel(name)] = serialize_datetime(value) if isinstance(value, datetime) else value
 
-        return self._cursor_pages(OBSERVATIONS_V2, request)
+        async def fetch(cursor: str | None) -> Any:
+            answer = await self._transport.legacy(
+                OBSERVATIONS_V2, OBSERVATIONS_V2.path, params={**params, "cursor": cursor}
+            )
+            return answer.body
+
+        return self._body_pages(OBSERVATIONS_V2, fetch)
 
     def _window_pages(self, window: TimeWindow) -> AsyncGenerator[list[Row], None]:
         return self._observation_pages(BODY_FIELDS, from_start_time=window.start, to_start_time=window.end)

@@ -27,6 +27,11 @@ from trace_scorer.worker.batch import BatchScorer, SourceBase, TickReport, WorkI
 
 log = structlog.get_logger(__name__)
 
+#: Batches of one window in flight at once: the next batch is read and starts scoring while the previous
+#: one finishes its slowest traces and posts, so the judge's slots do not run dry at every batch boundary.
+#: Each batch keeps the ledger rules on its own; the watermark still waits for all of them.
+BATCHES_IN_FLIGHT = 2
+
 
 def sampled(trace_id: str, rate: float) -> bool:
     """Deterministic sampling: the same traces are chosen on every run and by every replica."""
@@ -48,6 +53,10 @@ def trace_filter(target: TargetSettings, settings: Settings) -> TraceFilter:
         user_id=f.user_id,
         metadata=dict(f.metadata),
     )
+
+
+def _first_error(tasks: Iterable[asyncio.Task[None]]) -> BaseException | None:
+    return next((t.exception() for t in tasks if not t.cancelled() and t.exception() is not None), None)
 
 
 def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
@@ -95,11 +104,40 @@ class TraceSource(SourceBase):
         if already := sum(1 for r in ready if known.get(r.trace_id) == self.scorer.plan.config_hash):
             report.skipped["already scored"] += already
         self.scorer.telemetry.backlog(self.target.name, len(todo))
-        for batch in chunks(todo, self.batch_size):
-            if stop.is_set():
-                return None
-            await self._score_roots(batch, now, report)
+        if not await self._score_batches(todo, now, report, stop):
+            return None
         return hold
+
+    async def _score_batches(
+        self, todo: Sequence[TraceRoot], now: datetime, report: TickReport, stop: asyncio.Event
+    ) -> bool:
+        """Score ``todo`` batch by batch, :data:`BATCHES_IN_FLIGHT` at a time. False: stopped before the end.
+
+        A batch that fails (Langfuse unavailable) starts no further batch; those in flight finish (their
+        scores posted, their ledger entries recorded), then the first error is raised."""
+        running: set[asyncio.Task[None]] = set()
+        error: BaseException | None = None
+        stopped = False
+        try:
+            for batch in chunks(todo, self.batch_size):
+                if stop.is_set():
+                    stopped = True
+                    break
+                running.add(asyncio.create_task(self._score_roots(batch, now, report)))
+                if len(running) >= BATCHES_IN_FLIGHT:
+                    done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    error = _first_error(done)
+                    if error is not None:
+                        break
+            if running:
+                done, running = await asyncio.wait(running)
+                error = error or _first_error(done)
+        finally:
+            for task in running:  # only when the tick itself is cancelled
+                task.cancel()
+        if error is not None:
+            raise error
+        return not stopped
 
     async def _ready_roots(
         self, window: TimeWindow, now: datetime, report: TickReport

@@ -1,0 +1,531 @@
+"""Benchmark: ``trace-scorer run`` end to end against the loopback stand-ins (bench/README.md).
+
+Four figures, each from runs of the real worker (``python -m trace_scorer run``, a separate process) against
+the Langfuse stand-in and the OpenAI-compatible stand-in (each its own process too):
+
+1. **Throughput** — ``--traces`` production traces (v4), two deterministic metrics (tool_call_accuracy,
+   rouge, reading the golden references the generator puts on each root) and two LLM metrics
+   (agent_goal_accuracy without a reference: two calls a trace; aspect_critic with a definition: one),
+   Langfuse latency 20 ms, LLM latency 300 ms. Wall time from the start of the first tick to the end of
+   the last tick that scored (every score posted and answered) against the bound
+   LLM calls × latency ÷ the provider's ``max_concurrency``. Target ≤ 1.2×.
+2. **Langfuse requests per 100 scored traces**, v4 (from run 1) and v3 (the same traces and metrics, LLM
+   latency 0: requests do not depend on it): reads and score posts. Target on v4: reads ≤ 5, posts ≤ 2.
+3. **Memory** — peak RSS (``VmHWM``) of the worker working through a ``--memory-traces`` backlog with the
+   deterministic metrics only; flat (the larger backlog does not raise it) and under 300 MB.
+4. **The peer** — the same traces scored by the ``langfuse`` package's ``Langfuse.run_batched_evaluation``
+   against the same stand-ins, with equivalent evaluators (each fetches its trace's observations, extracts
+   the sample and runs the same four metric classes with the same judge) and equal concurrency: wall time
+   and requests side by side.
+
+Run (about ten minutes on a 2-core machine; ``--skip memory`` etc. to leave parts out):
+
+    PYTHONPATH=. python bench/bench_worker.py [--traces 2000] [--concurrency 32] [--batch-size 1000]
+        [--memory-traces 10000,100000] [--skip v3,memory,peer] [--json results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from standins.faults import FaultConfig
+from standins.generate import Scenario
+from standins.handles import OpenAIHandle, start_langfuse, start_openai
+from standins.langfuse_server import LangfuseOptions
+from standins.openai_server import OpenAIOptions
+from standins.worker import (
+    LLM_KEY_VARIABLE,
+    PRODUCTION_REFERENCES,
+    WorkerProcess,
+    backlog_timing,
+    production_target,
+    worker_environment,
+)
+
+LANGFUSE_LATENCY = 0.02
+LLM_LATENCY = 0.3
+POLITE = {"metric": "aspect_critic", "name": "polite", "definition": "The final answer is polite and helpful."}
+DETERMINISTIC: list[str | dict[str, Any]] = ["tool_call_accuracy", "rouge"]
+JUDGED: list[str | dict[str, Any]] = ["agent_goal_accuracy", POLITE]
+#: Requests made once at start-up (connection check, generation probe, score configs): not per trace.
+STARTUP_ROUTES = ("/health", "/projects", "/score-configs", "/experiments")
+#: Where scores are sent: v4 ``POST /scores``, v3 (and the package's score queue) ``POST /ingestion``.
+SCORE_ROUTES = ("POST /api/public/scores", "POST /api/public/ingestion")
+
+
+def scenario_for(traces: int, seed: int = 7) -> Scenario:
+    """A backlog 1 s apart whose last trace started three minutes ago (every trace has ended)."""
+    end = (datetime.now(UTC) - timedelta(minutes=3)).replace(microsecond=0)
+    return Scenario(seed=seed, traces=traces, spacing=1.0, end=end.isoformat(), references_rate=1.0, datasets=())
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class LogFollower:
+    """Reads a worker's JSON log as it grows (never the whole file twice)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = ""
+        self.ticks: list[dict[str, Any]] = []
+
+    def poll(self) -> None:
+        if not self.path.exists():
+            return
+        with self.path.open("r", errors="replace") as handle:
+            handle.seek(self.offset)
+            chunk = handle.read()
+            self.offset = handle.tell()
+        lines = (self.partial + chunk).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            if '"event": "tick"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "tick":
+                self.ticks.append(event)
+
+    def seen(self) -> int:
+        return sum(int(t["traces_seen"]) for t in self.ticks)
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@dataclass
+class WorkerRun:
+    generation: str
+    traces: int
+    wall: float
+    ticks: list[dict[str, Any]]
+    summary: dict[str, Any]
+    requests: dict[str, dict[str, int]]
+    llm_requests: int
+    peak_rss_mb: float
+    worker_cpu: float
+    standin_cpu: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> int:
+        return sum(int(t["traces_scored"]) for t in self.ticks)
+
+    def reads(self) -> int:
+        return _count(self.requests, "GET", exclude=STARTUP_ROUTES)
+
+    def posts(self) -> int:
+        return score_posts(self.requests)
+
+
+def score_posts(requests: dict[str, dict[str, int]]) -> int:
+    return sum(sum(outcomes.values()) for label, outcomes in requests.items() if label in SCORE_ROUTES)
+
+
+def _count(requests: dict[str, dict[str, int]], method: str, exclude: Sequence[str] = ()) -> int:
+    total = 0
+    for label, outcomes in requests.items():
+        verb, path = label.split(" ", 1)
+        if verb == method and not any(path.endswith(part) or f"{part}/" in path for part in exclude):
+            total += sum(outcomes.values())
+    return total
+
+
+def run_worker(
+    *,
+    generation: str,
+    traces: int,
+    metrics: list[str | dict[str, Any]],
+    llm_latency: float | None,
+    worker_settings: dict[str, Any],
+    llm_concurrency: int,
+    timeout: float,
+    label: str,
+) -> WorkerRun:
+    """One worker over a fresh backlog on fresh stand-ins; returns when every trace was seen by a tick."""
+    scenario = scenario_for(traces)
+    options = LangfuseOptions(
+        generation=generation,
+        scenario=scenario,
+        faults=FaultConfig(latency=LANGFUSE_LATENCY),
+        validate_answers="sample",  # the package's model parser is too slow for every row of 100,000 traces
+        keep_score_details=False,
+    )
+    llm: OpenAIHandle | None = None
+    with start_langfuse(options, mode="process") as lf:
+        if llm_latency is not None:
+            llm = start_openai(OpenAIOptions(faults=FaultConfig(latency=llm_latency)), mode="process")
+        try:
+            target = production_target(metrics, references=PRODUCTION_REFERENCES, **backlog_timing(scenario))
+            env = worker_environment(
+                lf,
+                llm,
+                targets=[target],
+                llm_concurrency=llm_concurrency,
+                worker_settings=worker_settings,
+                langfuse_settings={"api_generation": generation},
+            )
+            workdir = Path(tempfile.mkdtemp(prefix=f"bench-{label}-"))
+            with WorkerProcess(["run"], env=env, workdir=workdir) as worker:
+                follower = LogFollower(worker.log_path)
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline and worker.running():
+                    follower.poll()
+                    if follower.seen() >= traces:
+                        break
+                    time.sleep(0.5)
+                follower.poll()
+                if follower.seen() < traces:
+                    raise RuntimeError(f"{label}: {follower.seen()} of {traces} traces seen\n{worker.log()[-3000:]}")
+                worker_cpu = cpu_seconds(worker.pid)
+                peak = worker.peak_rss_mb
+                standin_cpu = cpu_seconds(getattr(lf, "pid", 0))
+                worker.terminate()
+            working = [t for t in follower.ticks if t["traces_seen"]]
+            first, last = working[0], working[-1]
+            started = _time(first["timestamp"]) - timedelta(seconds=float(first["duration_seconds"]))
+            wall = (_time(last["timestamp"]) - started).total_seconds()
+            violations = lf.violations()
+            if violations:
+                raise RuntimeError(f"{label}: contract violations: {violations[:5]}")
+            return WorkerRun(
+                generation=generation,
+                traces=traces,
+                wall=wall,
+                ticks=working,
+                summary=lf.score_summary(),
+                requests=lf.request_counts(),
+                llm_requests=int(llm.stats()["total_requests"]) if llm is not None else 0,
+                peak_rss_mb=peak,
+                worker_cpu=worker_cpu,
+                standin_cpu=standin_cpu,
+                settings={**worker_settings, "llm_concurrency": llm_concurrency},
+            )
+        finally:
+            if llm is not None:
+                llm.stop()
+
+
+# --- the peer: the langfuse package's own batch evaluation ---------------------------------------------
+
+
+@dataclass
+class PeerRun:
+    wall: float
+    summary: dict[str, Any]
+    requests: dict[str, dict[str, int]]
+    llm_requests: int
+    fetched: int
+    processed: int
+    scores_created: int
+
+
+def run_peer(traces: int, concurrency: int, fetch_batch_size: int) -> PeerRun:
+    """``Langfuse.run_batched_evaluation`` over the root observations, evaluators doing what the worker
+    does per trace: fetch the trace's observations, extract the sample, run the four metrics."""
+    from langfuse import Langfuse
+    from langfuse.batch_evaluation import EvaluatorInputs
+    from langfuse.experiment import Evaluation
+
+    from trace_scorer.config.settings import Settings
+    from trace_scorer.config.targets import TargetSettings
+    from trace_scorer.extract import extract_sample
+    from trace_scorer.judge import build_judge
+    from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
+    from trace_scorer.metrics.base import Resources, Score
+    from trace_scorer.pipeline import Pipeline
+    from trace_scorer.plan import build_plan
+
+    scenario = scenario_for(traces)
+    options = LangfuseOptions(
+        scenario=scenario,
+        faults=FaultConfig(latency=LANGFUSE_LATENCY),
+        validate_answers="sample",
+        keep_score_details=False,
+        public_key="pk-lf-peer",
+    )
+    with (
+        start_langfuse(options, mode="process") as lf,
+        start_openai(OpenAIOptions(faults=FaultConfig(latency=LLM_LATENCY)), mode="process") as llm,
+    ):
+        env = worker_environment(lf, llm, llm_concurrency=concurrency, inherit=False)
+        target = TargetSettings.model_validate(
+            production_target([*DETERMINISTIC, *JUDGED], references=PRODUCTION_REFERENCES)
+        )
+        settings = Settings(
+            providers=json.loads(env["TRACE_SCORER_PROVIDERS"]),
+            judge=json.loads(env["TRACE_SCORER_JUDGE"]),
+            targets=[target],
+        )
+        os.environ[LLM_KEY_VARIABLE] = env[LLM_KEY_VARIABLE]
+        client = Langfuse(public_key=lf.public_key, secret_key=lf.secret_key, base_url=lf.url)
+        state: dict[str, Any] = {}
+
+        def pipeline() -> Pipeline:
+            """Built inside the evaluation's event loop (the judge's HTTP client belongs to it)."""
+            if "pipeline" not in state:
+                judge = build_judge(settings, tracing_default=False)
+                state["pipeline"] = Pipeline(build_plan(target, index=0, resources=Resources(judge=judge)))
+            return state["pipeline"]  # type: ignore[no-any-return]
+
+        def mapper(*, item: Any, **_: Any) -> EvaluatorInputs:
+            return EvaluatorInputs(
+                input=item.input,
+                output=item.output,
+                expected_output=None,
+                metadata={"trace_id": item.trace_id, "start": item.start_time},
+            )
+
+        async def trace_metrics(*, metadata: Any = None, **_: Any) -> list[Evaluation]:
+            trace_id, start = metadata["trace_id"], metadata["start"]
+            page = await client.async_api.observations.get_many(
+                trace_id=trace_id,
+                fields=BODY_FIELDS,
+                from_start_time=start - timedelta(minutes=5),
+                to_start_time=start + timedelta(minutes=10),
+                limit=1000,
+            )
+            rows = [json.loads(row.json()) for row in page.data]
+            sample = extract_sample(rows, references=target.references, trace_id=trace_id)
+            result = await pipeline().score_sample(sample)
+            return [
+                Evaluation(name=name, value=outcome.value, comment=outcome.comment or None)
+                for name, outcome in result.outcomes.items()
+                if isinstance(outcome, Score)
+            ]
+
+        roots = json.dumps(
+            [
+                {"type": "boolean", "column": "isRootObservation", "operator": "=", "value": True},
+                {"type": "stringOptions", "column": "environment", "operator": "any of", "value": ["production"]},
+            ]
+        )
+        started = time.monotonic()
+        try:
+            result = client.run_batched_evaluation(
+                mapper=mapper,
+                evaluators=[trace_metrics],
+                filter=roots,
+                fetch_batch_size=fetch_batch_size,
+                max_concurrency=concurrency,
+            )
+            client.flush()
+        finally:
+            client.shutdown()
+        wall = time.monotonic() - started
+        return PeerRun(
+            wall=wall,
+            summary=lf.score_summary(),
+            requests=lf.request_counts(),
+            llm_requests=int(llm.stats()["total_requests"]),
+            fetched=result.total_items_fetched,
+            processed=result.total_items_processed,
+            scores_created=result.total_scores_created,
+        )
+
+
+# --- the report ----------------------------------------------------------------------------------------
+
+
+def per_100(count: int, traces: int) -> float:
+    return 100.0 * count / max(traces, 1)
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    cells = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def yes(ok: bool) -> str:
+    return "**yes**" if ok else "**no**"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--traces", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=32, help="provider max_concurrency = worker.concurrency")
+    parser.add_argument("--batch-size", type=int, default=1000, help="worker.batch_size")
+    parser.add_argument("--memory-traces", default="10000,100000")
+    parser.add_argument("--skip", default="", help="comma-separated: v3, memory, peer")
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    args = parser.parse_args(argv)
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    settings = {"concurrency": args.concurrency, "batch_size": args.batch_size}
+    out: dict[str, Any] = {"traces": args.traces, "settings": settings}
+    started = time.monotonic()
+
+    def note(text: str) -> None:
+        print(f"[{time.monotonic() - started:6.0f} s] {text}", file=sys.stderr, flush=True)
+
+    note(f"throughput: {args.traces} traces on v4, 4 metrics, LLM {LLM_LATENCY * 1000:.0f} ms")
+    v4 = run_worker(
+        generation="v4",
+        traces=args.traces,
+        metrics=[*DETERMINISTIC, *JUDGED],
+        llm_latency=LLM_LATENCY,
+        worker_settings=settings,
+        llm_concurrency=args.concurrency,
+        timeout=1200,
+        label="throughput",
+    )
+    bound = v4.llm_requests * LLM_LATENCY / args.concurrency
+    ratio = v4.wall / bound
+    out["throughput"] = {**v4.__dict__, "bound": bound, "ratio": ratio}
+    by_name = v4.summary["by_name"]
+    names = ["tool_call_accuracy", "rouge", "agent_goal_accuracy", "polite"]
+    runs: list[tuple[str, WorkerRun]] = [("v4", v4)]
+
+    if "v3" not in skip:
+        note(f"requests: {args.traces} traces on v3 (LLM latency 0)")
+        v3 = run_worker(
+            generation="v3",
+            traces=args.traces,
+            metrics=[*DETERMINISTIC, *JUDGED],
+            llm_latency=0.0,
+            worker_settings=settings,
+            llm_concurrency=args.concurrency,
+            timeout=1200,
+            label="v3",
+        )
+        out["v3"] = v3.__dict__
+        runs.append(("v3", v3))
+
+    memory: list[WorkerRun] = []
+    if "memory" not in skip:
+        for size in [int(s) for s in args.memory_traces.split(",") if s]:
+            note(f"memory: {size} traces backlog, deterministic metrics")
+            memory.append(
+                run_worker(
+                    generation="v4",
+                    traces=size,
+                    metrics=DETERMINISTIC,
+                    llm_latency=None,
+                    worker_settings={"batch_size": args.batch_size},
+                    llm_concurrency=args.concurrency,
+                    timeout=3600,
+                    label=f"memory-{size}",
+                )
+            )
+        out["memory"] = [m.__dict__ for m in memory]
+
+    peer: PeerRun | None = None
+    if "peer" not in skip:
+        note(f"peer: run_batched_evaluation over the same {args.traces} traces, max_concurrency {args.concurrency}")
+        peer = run_peer(args.traces, args.concurrency, fetch_batch_size=100)
+        out["peer"] = peer.__dict__
+    note("done")
+
+    # --- print -----------------------------------------------------------------------------------
+    print(f"\n## trace-scorer run against the stand-ins ({args.traces} production traces)\n")
+    print(
+        f"Settings: worker.concurrency = provider max_concurrency = {args.concurrency}, "
+        f"worker.batch_size = {args.batch_size}; Langfuse {LANGFUSE_LATENCY * 1000:.0f} ms, "
+        f"LLM {LLM_LATENCY * 1000:.0f} ms a request.\n"
+    )
+    print("Scores per metric (a metric with nothing to compare is skipped, not posted):\n")
+    print(
+        table(
+            [[n, by_name.get(n, 0), args.traces - by_name.get(n, 0)] for n in names],
+            ["metric", "scored", "skipped"],
+        )
+    )
+    print()
+    rows: list[list[Any]] = [
+        [
+            "throughput: wall time, first tick → last score stored",
+            f"{v4.wall:.1f} s",
+            f"bound {v4.llm_requests} LLM calls × {LLM_LATENCY} s ÷ {args.concurrency} = {bound:.1f} s; "
+            f"**{ratio:.2f}×**",
+            "≤ 1.2×",
+            yes(ratio <= 1.2),
+        ],
+        [
+            "throughput: traces per second",
+            f"{v4.scored / v4.wall:.1f}",
+            f"{v4.llm_requests / v4.scored:.2f} LLM calls a trace; worker CPU {v4.worker_cpu:.0f} s",
+            "",
+            "",
+        ],
+    ]
+    for generation, run in runs:
+        reads, posts = per_100(run.reads(), run.scored), per_100(run.posts(), run.scored)
+        target = "reads ≤ 5, posts ≤ 2" if generation == "v4" else "(none)"
+        met = yes(reads <= 5 and posts <= 2) if generation == "v4" else ""
+        rows.append(
+            [
+                f"Langfuse requests per 100 scored traces, {generation}",
+                f"reads {reads:.2f}, score posts {posts:.2f}",
+                f"{run.reads()} reads, {run.posts()} posts for {run.scored} traces "
+                f"({run.summary['stored']} scores)",
+                target,
+                met,
+            ]
+        )
+    if memory:
+        peaks = [m.peak_rss_mb for m in memory]
+        flat = max(peaks) - min(peaks) <= 0.1 * min(peaks)
+        for m in memory:
+            rows.append(
+                [
+                    f"memory: peak RSS, {m.traces:,} trace backlog",
+                    f"{m.peak_rss_mb:.0f} MB",
+                    f"{m.wall:.0f} s, {m.scored / m.wall:.0f} traces/s, {len(m.ticks)} windows",
+                    "< 300 MB, flat",
+                    yes(m.peak_rss_mb < 300 and flat),
+                ]
+            )
+    print(table(rows, ["figure", "value", "how", "target", "met"]))
+    if peer is not None:
+        print("\nThe peer, same traces, same stand-ins, equal concurrency:\n")
+        peer_reads = _count(peer.requests, "GET", exclude=STARTUP_ROUTES)
+        peer_posts = score_posts(peer.requests)
+        print(
+            table(
+                [
+                    ["wall time", f"{v4.wall:.1f} s", f"{peer.wall:.1f} s"],
+                    ["LLM calls", v4.llm_requests, peer.llm_requests],
+                    ["Langfuse reads", v4.reads(), peer_reads],
+                    ["Langfuse score posts", v4.posts(), peer_posts],
+                    ["items read / evaluated", f"{v4.scored} traces", f"{peer.fetched} rows / {peer.processed}"],
+                    ["scores stored", v4.summary["stored"], peer.summary["stored"]],
+                    ["(subject, name) held twice", v4.summary["duplicate_count"], peer.summary["duplicate_count"]],
+                    ["score subject", "trace", "root observation"],
+                    ["ids / a re-run", "deterministic: overwrites", "random: adds"],
+                ],
+                ["", "trace-scorer run", "run_batched_evaluation"],
+            )
+        )
+        print(f"\nPeer requests by route: {json.dumps(peer.requests)}")
+    print(f"\nWorker requests by route (v4): {json.dumps(v4.requests)}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""kill -9 of the worker at several points of a 500-trace run, restarts on the same state file: in the end
+Langfuse holds exactly one score per (trace, score name) — none missing, none duplicated."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from standins.faults import FaultConfig, ScriptedFault
+from standins.handles import wait_until
+from standins.worker import worker_environment
+from tests.e2e.conftest import StartRun, backlog, stored_counts, target_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    ("generation", "traces", "post_route"),
+    [("v4", 500, "POST /api/public/scores"), ("v3", 300, "POST /api/public/ingestion")],
+)
+def test_kill_9_at_several_points_then_restart_scores_everything_exactly_once(
+    start_run: StartRun, generation: str, traces: int, post_route: str
+) -> None:
+    scenario = backlog(traces)
+    run = start_run(scenario, target_for(scenario), generation=generation, llm_faults=FaultConfig(latency=0.1))
+    lf, llm = run.lf, run.llm
+    env = worker_environment(
+        lf,
+        llm,
+        targets=[run.target],
+        llm_concurrency=4,  # 500 judge calls × 0.1 s ÷ 4: ~12 s of scoring, time to crash in several places
+        worker_settings={"concurrency": 8, "batch_size": 50},
+        state_path=run.workdir / "state.db",
+    )
+    total = len(run.expected)
+    assert total >= 2 * traces
+
+    # 1. After some batches were posted and recorded.
+    first = run.worker(env)
+    assert wait_until(lambda: run.stored() >= 200, timeout=90), run.logs()
+    assert first.kill9() == -9
+    assert run.stored() < total
+
+    # 2. While a score post is in flight: Langfuse takes it (and stores it, 1.5 s later) but the worker
+    #    dies before the answer, so the batch is not in its ledger: the restart posts it again (overwrite).
+    lf.script_faults(ScriptedFault("latency", route=post_route, seconds=1.5))
+    second = run.worker(env)
+    assert wait_until(lambda: lf.stats()["script_left"] == 0, timeout=90), run.logs()
+    time.sleep(0.3)
+    assert second.kill9() == -9
+    time.sleep(1.5)  # the stand-in finishes storing the post the worker never saw answered
+    stored_after_post = run.stored()
+    assert stored_after_post < total
+
+    # 3. Mid-batch: judge calls in flight, nothing of the batch posted yet.
+    third = run.worker(env)
+    calls = llm.stats()["total_requests"]
+    assert wait_until(lambda: llm.stats()["total_requests"] >= calls + 20, timeout=90), run.logs()
+    assert third.kill9() == -9
+    assert run.stored() < total
+
+    # 4. The last restart finishes the backlog; SIGTERM stops it cleanly.
+    last = run.worker(env)
+    assert run.wait_for_all(last, timeout=120), run.logs()
+    time.sleep(0.5)
+    assert last.terminate() == 0, run.logs()
+
+    summary = lf.score_summary()
+    assert summary["duplicate_count"] == 0, summary["duplicates"][:5]
+    counts = stored_counts(lf)
+    missing = sorted(set(run.expected) - set(counts))
+    extra = sorted(set(counts) - set(run.expected))
+    assert not missing and not extra, (missing[:10], extra[:10])
+    assert set(counts.values()) == {1}
+    assert summary["overwrites"] > 0  # the post of step 2 was sent again, with the same ids and timestamps
+    assert lf.early_requests() == [] and llm.early_requests() == []
