@@ -335,3 +335,31 @@ async def test_a_batch_that_cannot_be_delivered_starts_no_other_and_lets_the_one
     report = await h.tick(context)
     assert report.scored == 4 and report.skipped["already scored"] == 2
     assert len(v4.scores) == 24
+
+
+async def test_metadata_references_are_read_whole(
+    tmp_path: Any, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    """Langfuse v4 cuts metadata values at 200 characters unless the read names the key: the worker names
+    every root-metadata key its references read, or long golden calls would be cut JSON."""
+    from contextlib import AsyncExitStack
+
+    from tests.worker.conftest import settings_for
+    from trace_scorer.ops import Ops
+    from trace_scorer.worker.service import open_context, reference_metadata_keys
+
+    seed(v4, clock, "t1")
+    settings = settings_for(tmp_path, traces_target())
+    assert reference_metadata_keys(settings) == [
+        "expected_answer",
+        "expected_calls",
+        "reference_topics",
+        "final_answer_uses_tools",
+    ]
+    async with AsyncExitStack() as stack:
+        context = await open_context(settings, stack, ops=Ops.from_settings(settings.http))  # its own client
+        probes = len(fake.calls_to("GET", "/api/public/v2/observations"))  # the generation probe
+        await context.sources["agent"].tick(clock.now(), asyncio.Event())
+    reads = fake.calls_to("GET", "/api/public/v2/observations")[probes:]
+    named = "expected_answer,expected_calls,reference_topics,final_answer_uses_tools"
+    assert len(reads) == 2 and all(c.request.url.params["expandMetadata"] == named for c in reads)

@@ -22,6 +22,7 @@ from typing import Protocol, TypeVar
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from trace_scorer.config.references import parse_path
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.embeddings import build_embedder
@@ -50,6 +51,21 @@ class Source(Protocol):
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def reference_metadata_keys(settings: Settings) -> list[str]:
+    """Root-metadata keys the targets' references read (``$.trace.metadata.KEY…``). They must come back
+    whole: Langfuse v4 cuts metadata values at 200 characters unless the read names the key
+    (``expandMetadata``), and a cut JSON value is no reference at all."""
+    keys: dict[str, None] = {}
+    for target in settings.targets:
+        for paths in target.references.model_dump().values():
+            for path in paths:
+                steps = parse_path(path)
+                key = steps[2] if len(steps) > 2 and steps[:2] == ("trace", "metadata") else None
+                if isinstance(key, str) and "," not in key:  # the parameter is a comma-separated list
+                    keys[key] = None
+    return list(keys)
 
 
 @dataclass
@@ -94,7 +110,7 @@ async def open_context(
     plans = {t.name: build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)}
 
     if client is None:
-        client = LangfuseClient(settings.langfuse)
+        client = LangfuseClient(settings.langfuse, expand_metadata=reference_metadata_keys(settings))
         stack.push_async_callback(client.aclose)
     client.stats.on_request = lambda endpoint, outcome, seconds: ops.telemetry.langfuse_request(
         endpoint, outcome, seconds
