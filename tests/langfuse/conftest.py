@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from tests.langfuse.fake import BASE_URL, FakeClock, FakeLangfuse, V3Server, V4Server
 from trace_scorer.config.langfuse import LangfuseSettings
-from trace_scorer.langfuse import ApiGeneration, LangfuseClient
+from trace_scorer.langfuse import ApiGeneration, LangfuseClient, ServerCapabilities
 
 SECRET = "sk-lf-very-secret-0123456789"
 PUBLIC = "pk-lf-test-public"
@@ -51,13 +51,15 @@ MakeClient = Callable[..., LangfuseClient]
 
 @pytest.fixture
 async def make_client(clock: FakeClock) -> AsyncIterator[MakeClient]:
-    """``make_client(generation=ApiGeneration.V4, **settings)``: a client on the fake (no start-up calls)."""
+    """``make_client(generation=ApiGeneration.V4, version=None, **settings)``: a client on the fake (no
+    start-up calls), speaking to a server of ``version`` (default: the fake's, 4.60.0 or 3.120.0)."""
     clients: list[LangfuseClient] = []
 
-    def build(generation: ApiGeneration | None = None, **overrides: Any) -> LangfuseClient:
+    def build(generation: ApiGeneration | None = None, version: str | None = None, **overrides: Any) -> LangfuseClient:
         client = LangfuseClient(make_settings(**overrides), clock=clock)
         if generation is not None:
-            client.use_generation(generation)
+            default = "4.60.0" if generation is ApiGeneration.V4 else "3.120.0"
+            client.use_generation(generation, ServerCapabilities.from_version(version or default))
         clients.append(client)
         return client
 

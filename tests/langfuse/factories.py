@@ -42,6 +42,9 @@ class Reply:
     status: int = 200
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    #: Why this answer is not checked against the contract (a real server's answer the file and the
+    #: package's models do not describe, e.g. an older version's), or None to check it.
+    unchecked: str | None = None
 
 
 def error(message: str = "boom", status: int = 500, **headers: str) -> Reply:

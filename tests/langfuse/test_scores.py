@@ -20,6 +20,7 @@ from trace_scorer.langfuse import (
     ApiGeneration,
     DeliveryReport,
     LangfuseAuthError,
+    LangfuseContractError,
     LangfuseError,
     ScoreConfigSpec,
     ScoreSubject,
@@ -32,9 +33,7 @@ SCORES = ("POST", "/api/public/scores")
 START = datetime(2026, 10, 1, 0, 12, 0, 875_432, tzinfo=UTC)
 
 
-def score(
-    trace: str = "trace-1", name: str = "tool_call_accuracy", value: Any = 0.75, **kw: Any
-) -> ScoreToPost:
+def score(trace: str = "trace-1", name: str = "tool_call_accuracy", value: Any = 0.75, **kw: Any) -> ScoreToPost:
     kw.setdefault("timestamp", START)
     return ScoreToPost(subject=ScoreSubject.trace(trace), name=name, value=value, **kw)
 
@@ -42,9 +41,7 @@ def score(
 def accounted_once(report: DeliveryReport, scores: list[ScoreToPost]) -> bool:
     """Every score handed in is in exactly one of the report's lists."""
     seen = (
-        [id(s) for s in report.accepted]
-        + [id(r.score) for r in report.rejected]
-        + [id(s) for s in report.undelivered]
+        [id(s) for s in report.accepted] + [id(r.score) for r in report.rejected] + [id(s) for s in report.undelivered]
     )
     seen += [id(s) for u in report.unattributed for s in u.scores]
     return sorted(seen) == sorted(id(s) for s in scores)
@@ -65,9 +62,7 @@ def test_score_id_is_a_fixed_uuid5_of_subject_and_name() -> None:
     assert str(namespace) == "69bbafe4-3fd5-5241-b264-7171d6a11a0d"
     subject = ScoreSubject.trace("0af7651916cd43dd8448eb211c80319c")
     assert score_id(subject, "tool_call_accuracy") == "fe88f41c-cc32-50fb-be26-0fe770dc5883"
-    expected = uuid.uuid5(
-        namespace, "score\x1f0af7651916cd43dd8448eb211c80319c\x1f\x1f\x1ftool_call_accuracy"
-    )
+    expected = uuid.uuid5(namespace, "score\x1f0af7651916cd43dd8448eb211c80319c\x1f\x1f\x1ftool_call_accuracy")
     assert score_id(subject, "tool_call_accuracy") == str(expected)
 
 
@@ -114,9 +109,7 @@ async def test_invalid_scores_are_rejected_with_reasons_and_never_sent(
         "BOOLEAN score needs true/false or 0/1": score("t3", value=0.5, data_type="BOOLEAN"),
         "TEXT score needs 1 to 500 characters": score("t4", value="x" * 501, data_type="TEXT"),
         "CATEGORICAL score needs a string": score("t5", value=1.0, data_type="CATEGORICAL"),
-        "an observation id needs its trace id": ScoreToPost(
-            ScoreSubject(observation_id="o1"), "n", 0.5, START
-        ),
+        "an observation id needs its trace id": ScoreToPost(ScoreSubject(observation_id="o1"), "n", 0.5, START),
         "exactly one of": ScoreToPost(ScoreSubject(trace_id="t", dataset_run_id="r"), "n", 0.5, START),
         "environment 'Production'": score("t6", environment="Production"),
         "not start with 'langfuse'": score("t7", environment="langfuse-eval"),
@@ -138,9 +131,7 @@ async def test_scores_are_checked_against_their_config_range(
     v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
     client = make_client(ApiGeneration.V4)
-    await client.ensure_score_configs(
-        [ScoreConfigSpec("tool_call_accuracy"), ScoreConfigSpec("passed", "BOOLEAN")]
-    )
+    await client.ensure_score_configs([ScoreConfigSpec("tool_call_accuracy"), ScoreConfigSpec("passed", "BOOLEAN")])
     report = await client.post_scores(
         [
             score(value=1.2),
@@ -160,9 +151,7 @@ async def test_scores_are_checked_against_their_config_range(
     ]
 
 
-async def test_a_later_score_with_the_same_id_supersedes_the_earlier(
-    v4: V4Server, make_client: MakeClient
-) -> None:
+async def test_a_later_score_with_the_same_id_supersedes_the_earlier(v4: V4Server, make_client: MakeClient) -> None:
     first, second = score(value=0.1), score(value=0.9)
     report = await make_client(ApiGeneration.V4).post_scores([first, second])
     assert report.accepted == [second] and report.rejected[0].score is first
@@ -194,19 +183,17 @@ async def test_wire_format_has_id_timestamp_and_all_fields(
         "value": 0.75,
         "dataType": "NUMERIC",
         "comment": "3/4 calls matched",
+        # Sent as null, not left out: Langfuse merges a re-post into the stored score.
+        "metadata": None,
         "environment": "production",
         "timestamp": body[0]["timestamp"],
     }
-    assert datetime.fromisoformat(body[0]["timestamp"]) == datetime(
-        2026, 10, 1, 0, 12, 0, 875_000, tzinfo=UTC
-    )
+    assert datetime.fromisoformat(body[0]["timestamp"]) == datetime(2026, 10, 1, 0, 12, 0, 875_000, tzinfo=UTC)
     assert body[1]["datasetRunId"] == "exp-1" and "traceId" not in body[1]
     assert body[1]["metadata"] == {"config_hash": "abc", "scorer_version": "0.1.0"}
 
 
-async def test_batches_respect_the_count_cap(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
+async def test_batches_respect_the_count_cap(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
     scores = [score(trace=f"t{n}") for n in range(7)]
     report = await make_client(ApiGeneration.V4, score_batch_size=3).post_scores(scores)
     assert [len(b) for b in sent_bodies(fake)] == [3, 3, 1]
@@ -239,30 +226,18 @@ async def test_default_limits_keep_bodies_under_one_megabyte(
     assert max(len(b) for b in sent_bodies(fake)) <= 500
 
 
-async def test_a_score_larger_than_a_request_is_rejected_not_dropped(
-    v4: V4Server, make_client: MakeClient
-) -> None:
+async def test_a_score_larger_than_a_request_is_rejected_not_dropped(v4: V4Server, make_client: MakeClient) -> None:
     huge = score(metadata={"blob": "z" * 30_000})
-    report = await make_client(ApiGeneration.V4, score_batch_max_bytes=20_000).post_scores(
-        [huge, score(trace="t2")]
-    )
-    assert (
-        len(report.accepted) == 1
-        and report.rejected[0].score is huge
-        and "byte limit" in report.rejected[0].reason
-    )
+    report = await make_client(ApiGeneration.V4, score_batch_max_bytes=20_000).post_scores([huge, score(trace="t2")])
+    assert len(report.accepted) == 1 and report.rejected[0].score is huge and "byte limit" in report.rejected[0].reason
 
 
 async def test_rescore_after_a_config_change_overwrites_with_the_same_ids(
     v4: V4Server, make_client: MakeClient
 ) -> None:
     client = make_client(ApiGeneration.V4)
-    await client.post_scores(
-        [score(trace=f"t{n}", value=0.5, metadata={"config_hash": "old"}) for n in range(3)]
-    )
-    await client.post_scores(
-        [score(trace=f"t{n}", value=0.8, metadata={"config_hash": "new"}) for n in range(3)]
-    )
+    await client.post_scores([score(trace=f"t{n}", value=0.5, metadata={"config_hash": "old"}) for n in range(3)])
+    await client.post_scores([score(trace=f"t{n}", value=0.8, metadata={"config_hash": "new"}) for n in range(3)])
     assert len(v4.scores) == 3
     assert {s["metadata"]["config_hash"] for s in v4.scores.values()} == {"new"}
     timestamps = {s["timestamp"] for posts in v4.score_posts for s in posts}
@@ -272,9 +247,7 @@ async def test_rescore_after_a_config_change_overwrites_with_the_same_ids(
 async def test_207_is_not_resent_blindly_but_bisected_to_name_the_rejected(
     v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
-    v4.reject_score = lambda body: (
-        f"trace {body['traceId']} is locked" if body["traceId"] in ("t3", "t6") else None
-    )
+    v4.reject_score = lambda body: f"trace {body['traceId']} is locked" if body["traceId"] in ("t3", "t6") else None
     scores = [score(trace=f"t{n}") for n in range(8)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert accounted_once(report, scores) and report.complete
@@ -348,9 +321,7 @@ async def test_langfuse_down_leaves_scores_undelivered_never_dropped(
 ) -> None:
     fake.fail_next(*SCORES, *[f.error("db down", 503)] * 3)
     scores = [score(trace=f"t{n}") for n in range(5)]
-    report = await make_client(ApiGeneration.V4, score_batch_size=2, retry={"max_attempts": 3}).post_scores(
-        scores
-    )
+    report = await make_client(ApiGeneration.V4, score_batch_size=2, retry={"max_attempts": 3}).post_scores(scores)
     assert report.undelivered == scores and not report.complete
     assert "db down" in report.errors[0] and len(fake.calls_to(*SCORES)) == 3  # later batches not attempted
     assert accounted_once(report, scores)
@@ -397,20 +368,14 @@ async def test_v3_event_ids_repeat_for_the_same_content_and_change_with_it(
 
 async def test_v3_per_event_errors_are_attributed(v3: V3Server, make_client: MakeClient) -> None:
     def reject(event: dict[str, Any]) -> tuple[int, str] | None:
-        return {"t1": (400, "invalid value"), "t2": (500, "clickhouse timeout")}.get(
-            event["body"].get("traceId") or ""
-        )
+        return {"t1": (400, "invalid value"), "t2": (500, "clickhouse timeout")}.get(event["body"].get("traceId") or "")
 
     v3.reject_event = reject
     scores = [score(trace="t0"), score(trace="t1"), score(trace="t2")]
     report = await make_client(ApiGeneration.V3).post_scores(scores)
     assert [s.subject.trace_id for s in report.accepted] == ["t0"]
-    assert [(r.score.subject.trace_id, r.reason) for r in report.rejected] == [
-        ("t1", "HTTP 400: invalid value")
-    ]
-    assert [s.subject.trace_id for s in report.undelivered] == [
-        "t2"
-    ] and "clickhouse timeout" in report.errors[0]
+    assert [(r.score.subject.trace_id, r.reason) for r in report.rejected] == [("t1", "HTTP 400: invalid value")]
+    assert [s.subject.trace_id for s in report.undelivered] == ["t2"] and "clickhouse timeout" in report.errors[0]
 
 
 # --- score configs -------------------------------------------------------------------------------
@@ -439,12 +404,8 @@ async def test_missing_configs_are_created_numeric_0_to_1_existing_ones_reused(
     ]
 
 
-async def test_a_config_of_another_type_is_a_configuration_error(
-    v4: V4Server, make_client: MakeClient
-) -> None:
-    v4.configs = [
-        f.score_config("cfg-1", "goal", data_type="CATEGORICAL", categories=[{"value": 1, "label": "yes"}])
-    ]
+async def test_a_config_of_another_type_is_a_configuration_error(v4: V4Server, make_client: MakeClient) -> None:
+    v4.configs = [f.score_config("cfg-1", "goal", data_type="CATEGORICAL", categories=[{"value": 1, "label": "yes"}])]
     with pytest.raises(ConfigError, match=r"'goal' .* exists in Langfuse as CATEGORICAL"):
         await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("goal")])
 
@@ -465,9 +426,7 @@ async def test_a_create_that_failed_after_succeeding_is_not_repeated(
 
     def flaky(request: httpx.Request, params: dict[str, str]) -> Reply:
         reply = original(request, params)  # the config is created…
-        return (
-            f.error("gateway timeout", 504) if next(answers) == "lost" else reply
-        )  # …but the answer is lost
+        return f.error("gateway timeout", 504) if next(answers) == "lost" else reply  # …but the answer is lost
 
     fake.on("POST", "/api/public/score-configs", flaky)
     configs = await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("rouge")])
@@ -485,9 +444,7 @@ async def test_a_create_whose_check_fails_too_gives_up_without_multiplying_retri
         answered.append(1)
         return listing(request, params) if len(answered) == 1 else f.error("still down", 503)
 
-    fake.on(
-        "GET", "/api/public/score-configs", first_only
-    )  # the first listing works, then Langfuse falls over
+    fake.on("GET", "/api/public/score-configs", first_only)  # the first listing works, then Langfuse falls over
     fake.fail_next("POST", "/api/public/score-configs", f.error("down", 503))
     client = make_client(ApiGeneration.V4, retry={"max_attempts": 3})
     with pytest.raises(LangfuseError, match="could not check whether score config 'rouge' exists"):
@@ -495,3 +452,73 @@ async def test_a_create_whose_check_fails_too_gives_up_without_multiplying_retri
     assert len(fake.calls_to("POST", "/api/public/score-configs")) == 1 and v4.configs == []
     assert len(answered) == 1 + 3  # the listing, then one re-check with its own three attempts
     assert clock.sleeps == [2.0, 2.0, 4.0]  # one wait before re-checking, the re-check's own two
+
+
+# --- real servers: what each version takes -------------------------------------------------------
+
+
+async def test_a_server_before_the_list_endpoint_gets_ingestion_events(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    """4.16's POST /scores takes one object (a list is a 400) and drops the timestamp: scores go as
+    ingestion score-create events, whose envelope timestamp is the score's."""
+    report = await make_client(ApiGeneration.V4, version="4.16.0").post_scores([score()])
+    assert len(report.accepted) == 1 and report.complete
+    assert not fake.calls_to(*SCORES)
+    (call,) = fake.calls_to("POST", "/api/public/ingestion")
+    (event,) = json.loads(call.request.content)["batch"]
+    assert event["type"] == "score-create" and event["timestamp"] == format_timestamp(START)
+
+
+async def test_a_list_refused_as_a_whole_is_a_contract_failure_not_a_rejection(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    """Every list answered 400 ("expected object, received array"): nothing went through, so the shape is
+    refused, not the scores — raised, with no score reported rejected (the worker settles nothing)."""
+    refused = Reply(400, {"message": "Invalid request data", "error": [{"message": "Expected object, received array"}]})
+    fake.on("POST", "/api/public/scores", refused)
+    scores = [score(trace=f"t{n}") for n in range(4)]
+    with pytest.raises(LangfuseContractError, match=r"refused the request as a whole.*Expected object"):
+        await make_client(ApiGeneration.V4, score_posting="scores-batch").post_scores(scores)
+    assert len(fake.calls_to(*SCORES)) <= 1 + 32  # bisection stays within its budget
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_a_missing_score_route_is_a_contract_failure(
+    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient, status: int
+) -> None:
+    fake.on("POST", "/api/public/ingestion", f.error("not here", status))
+    with pytest.raises(LangfuseContractError, match=f"HTTP {status}"):
+        await make_client(ApiGeneration.V3).post_scores([score()])
+    assert len(fake.calls_to("POST", "/api/public/ingestion")) == 1
+
+
+async def test_one_score_refused_while_others_went_through_is_rejected(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    def answer(request: httpx.Request, params: dict[str, str]) -> Reply:
+        body = json.loads(request.content)
+        if any(s["traceId"] == "bad" for s in body):
+            return Reply(400, {"message": "Invalid request data"})
+        return Reply(202, {"message": "Accepted"})
+
+    fake.on("POST", "/api/public/scores", answer)
+    scores = [score(trace="good"), score(trace="bad")]
+    report = await make_client(ApiGeneration.V4).post_scores(scores)
+    assert [s.subject.trace_id for s in report.accepted] == ["good"]
+    assert [(r.score.subject.trace_id, r.by) for r in report.rejected] == [("bad", "server")]
+
+
+async def test_a_rescore_sends_every_field_so_a_merge_leaves_nothing_stale(
+    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    """Langfuse merges a re-posted score into the stored row (absent fields keep old values, metadata
+    deep-merged): a dropped comment goes as null, nested metadata as JSON text (replaced whole)."""
+    client = make_client(ApiGeneration.V3)
+    await client.post_scores([score(comment="old reason", metadata={"details": {"a": 1, "b": 2}})])
+    await client.post_scores([score(metadata={"details": {"a": 1}})])
+    first, second = (
+        json.loads(c.request.content)["batch"][0]["body"] for c in fake.calls_to("POST", "/api/public/ingestion")
+    )
+    assert first["comment"] == "old reason" and json.loads(first["metadata"]["details"]) == {"a": 1, "b": 2}
+    assert second["comment"] is None and second["metadata"] == {"details": '{"a": 1}'}

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.langfuse.fake import FakeClock, V4Server
+from tests.langfuse.fake import FakeClock, FakeLangfuse, V4Server
 from tests.worker.conftest import MakeHarness, agent_trace, traces_target
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import LangfuseClient
@@ -151,6 +151,35 @@ async def test_skipped_traces_are_exported_by_reason(harness: MakeHarness, v4: V
 
     await worker.tick(source)
     assert skipped("not_finished") == 1
-    await worker.tick(source)  # the same window again: the two scored traces are not scored twice
+    # The same window again (as after a lost watermark): the two scored traces are not scored twice.
+    context.state.set_watermark("agent", start - timedelta(minutes=15))
+    await worker.tick(source)
     assert skipped("already_scored") == 2
     assert skipped("not_finished") == 2
+
+
+async def test_a_request_the_server_refuses_whole_stops_the_target_and_settles_nothing(
+    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    """A 4.16-like server that takes no score list: every list is a 400 ("expected object, received
+    array"). Nothing may be recorded as scored (a later fix must post them), the target stops, and
+    /readyz says why."""
+    from tests.langfuse.factories import Reply
+
+    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    refused = Reply(400, {"message": "Invalid request data", "error": [{"message": "Expected object, received array"}]})
+    fake.on("POST", "/api/public/scores", refused)
+    h = await harness()
+    context = await h.open()
+    assert str(context.info.score_posting) == "scores-batch"
+    worker = Worker(context, clock=clock.now)
+    source = context.sources["agent"]
+    await worker.tick(source)
+    assert context.state.scored_hashes("agent", ["t1"]) == {}
+    assert context.state.watermark("agent") is None
+    assert "agent" in worker.stopped
+    probe = context.ops.health.readiness()
+    assert not probe.ok and "target agent stopped" in probe.reason and "Expected object" in probe.reason
+    requests = len(fake.calls_to("POST", "/api/public/scores"))
+    await worker.tick(source)  # a stopped target does not try again
+    assert len(fake.calls_to("POST", "/api/public/scores")) == requests

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -66,9 +66,10 @@ async def test_unfinished_and_recent_traces_wait_and_hold_the_watermark(
     context = await h.open()
     report = await h.tick(context)
     assert report.scored == 1 and report.deferred == 2
-    running_start = next(r for r in v4.observations if r["id"] == "t-running-root")["startTime"]
+    running_start = datetime.fromisoformat(next(r for r in v4.observations if r["id"] == "t-running-root")["startTime"])
     watermark = context.state.watermark("agent")
-    assert watermark is not None and watermark.isoformat().startswith(running_start[:19])
+    # v4 reads max_trace_duration behind the watermark again: the running trace stays within reach.
+    assert watermark is not None and watermark - timedelta(seconds=3600) <= running_start < watermark
 
     # The running trace finishes; ten minutes later both are scored, t-old is not posted again.
     for row in v4.observations:
@@ -363,3 +364,27 @@ async def test_metadata_references_are_read_whole(
     reads = fake.calls_to("GET", "/api/public/v2/observations")[probes:]
     named = "expected_answer,expected_calls,reference_topics,final_answer_uses_tools"
     assert len(reads) == 2 and all(c.request.url.params["expandMetadata"] == named for c in reads)
+
+
+async def test_a_long_trace_that_appears_only_when_it_ends_is_still_scored(
+    harness: MakeHarness, v4: V4Server, clock: FakeClock
+) -> None:
+    """Langfuse v4 shows a root only once it ended (OTel exports spans at their end): a trace that ran
+    20 minutes appears after the window holding its start was read. It is scored once, all the same."""
+    seed(v4, clock, "t-short", minutes_ago=30)
+    h = await harness()
+    context = await h.open()
+    report = await h.tick(context)
+    assert report.scored == 1
+    long_start = clock.now() - timedelta(minutes=25)  # already behind the watermark
+    assert context.state.watermark("agent") > long_start  # type: ignore[operator]
+
+    clock.elapsed += 20 * 60  # it ran 20 minutes more, ended, and only now shows up
+    v4.observations += agent_trace("t-long", long_start, duration=24 * 60)
+    clock.elapsed += 6 * 60  # past the quiet period
+    report = await h.tick(context)
+    assert report.scored == 1 and set(trace_scores(v4, "t-long")) == set(trace_scores(v4, "t-short"))
+    posts = len(v4.score_posts)
+    clock.elapsed += 60
+    report = await h.tick(context)  # read again, posted nothing
+    assert report.scored == 0 and len(v4.score_posts) == posts

@@ -48,6 +48,10 @@ class LangfuseSettings(StrictModel):
     timeout: Duration = 30.0
     #: Which API generation to use: "auto" probes the server once at start-up (v4 endpoints, legacy on 404).
     api_generation: Literal["auto", "v4", "v3"] = "auto"
+    #: How scores are written: "auto" decides from the server's version (the ``POST /scores`` list on
+    #: Cloud and self-hosted ≥ 4.59, ingestion ``score-create`` events on every other server);
+    #: "scores-batch" or "ingestion" force one.
+    score_posting: Literal["auto", "scores-batch", "ingestion"] = "auto"
     retry: RetrySettings = Field(default_factory=RetrySettings)
     #: Requests per minute to Langfuse across all endpoints, retries included; 0 = unlimited.
     #: Langfuse Cloud Hobby allows 30/min on the general API, self-hosted has no limit.

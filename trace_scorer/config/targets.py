@@ -135,6 +135,10 @@ class TargetSettings(StrictModel):
     unfinished_after: Duration = 3600.0
     #: At most this much time is read in one tick (a backlog is worked off window by window).
     max_window: Duration = 3600.0
+    #: The longest a trace runs. Langfuse v4 shows a root only once it ended, so a long trace appears
+    #: after its start time was passed: each tick also reads this far behind the watermark again (the
+    #: ledger keeps a re-read from scoring twice). A longer trace is missed on v4.
+    max_trace_duration: Duration = 3600.0
     #: Score this share of the traces, chosen deterministically by trace id (the same ones every time).
     sample_rate: float = Field(default=1.0, gt=0.0, le=1.0)
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trace_scorer.config.references import ReferenceSettings, parse_path
+from trace_scorer.config.references import PathStep, ReferenceSettings, parse_path
 from trace_scorer.extract.model import Call, Notes, short
 from trace_scorer.extract.toolcalls import read_tool_call
 from trace_scorer.sample import ToolCall
@@ -30,22 +30,36 @@ class WrongKind(ValueError):
 
 def resolve(document: Any, path: str) -> Any:
     """The value at ``path`` in ``document``, or ``_MISSING``. Never raises on data."""
-    current = document
-    for step in parse_path(path):
-        if isinstance(current, str) and current[:1] in ("{", "["):
-            try:
-                current = json.loads(current)
-            except (ValueError, RecursionError):
-                return _MISSING
-        if isinstance(step, str):
-            if not isinstance(current, Mapping) or step not in current:
-                return _MISSING
-            current = current[step]
-        else:
-            if not isinstance(current, list) or not -len(current) <= step < len(current):
-                return _MISSING
-            current = current[step]
-    return current
+    return _walk(document, parse_path(path))
+
+
+def _walk(current: Any, steps: tuple[PathStep, ...]) -> Any:
+    """Follow ``steps``; a string holding JSON is parsed on the way. Langfuse v4 flattens nested metadata
+    to dotted keys (``{"a": {"b": 1}}`` comes back as ``{"a.b": 1}``), so at an object the steps may also
+    match one dotted key — the nested and the flattened shape resolve alike."""
+    if not steps:
+        return current
+    if isinstance(current, str) and current[:1] in ("{", "["):
+        try:
+            current = json.loads(current)
+        except (ValueError, RecursionError):
+            return _MISSING
+    step = steps[0]
+    if isinstance(current, Mapping):
+        if isinstance(step, str) and step in current:
+            found = _walk(current[step], steps[1:])
+            if found is not _MISSING:
+                return found
+        for end in range(len(steps), 1, -1):  # the longest dotted key first
+            key = ".".join(str(s) for s in steps[:end])
+            if key in current:
+                found = _walk(current[key], steps[end:])
+                if found is not _MISSING:
+                    return found
+        return _MISSING
+    if isinstance(current, list) and isinstance(step, int) and -len(current) <= step < len(current):
+        return _walk(current[step], steps[1:])
+    return _MISSING
 
 
 def _text(value: Any) -> str:

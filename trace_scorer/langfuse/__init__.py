@@ -3,6 +3,7 @@
 from trace_scorer.langfuse.client import LangfuseClient
 from trace_scorer.langfuse.errors import (
     LangfuseAuthError,
+    LangfuseContractError,
     LangfuseError,
     LangfuseHTTPError,
     LangfuseNotFoundError,
@@ -11,6 +12,7 @@ from trace_scorer.langfuse.errors import (
 )
 from trace_scorer.langfuse.ids import score_id
 from trace_scorer.langfuse.rows import trace_root_from_row
+from trace_scorer.langfuse.server import ScorePosting, ServerCapabilities
 from trace_scorer.langfuse.stats import RequestStats
 from trace_scorer.langfuse.types import (
     ApiGeneration,
@@ -42,6 +44,7 @@ __all__ = [
     "ExperimentItem",
     "LangfuseAuthError",
     "LangfuseClient",
+    "LangfuseContractError",
     "LangfuseError",
     "LangfuseHTTPError",
     "LangfuseNotFoundError",
@@ -53,8 +56,10 @@ __all__ = [
     "Row",
     "ScoreConfig",
     "ScoreConfigSpec",
+    "ScorePosting",
     "ScoreSubject",
     "ScoreToPost",
+    "ServerCapabilities",
     "TimeWindow",
     "TraceFilter",
     "TraceRoot",

@@ -16,18 +16,26 @@ from types import TracebackType
 import httpx
 import structlog
 from langfuse.api import AsyncLangfuseAPI
+from langfuse.api.core.datetime_utils import serialize_datetime
 
 from trace_scorer.config.common import ConfigError
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.clock import Clock, SystemClock
 from trace_scorer.langfuse.dataset_items import DatasetItemCache
-from trace_scorer.langfuse.endpoints import EXPERIMENTS, HEALTH, OBSERVATIONS_V2, PROJECTS
-from trace_scorer.langfuse.errors import LangfuseError, LangfuseNotFoundError, LangfuseResponseError
+from trace_scorer.langfuse.endpoints import EXPERIMENTS, HEALTH, OBSERVATIONS_V2, PROJECTS, TRACES_LIST
+from trace_scorer.langfuse.errors import (
+    LangfuseAuthError,
+    LangfuseError,
+    LangfuseHTTPError,
+    LangfuseResponseError,
+)
+from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.reads_v3 import V3Reader
 from trace_scorer.langfuse.reads_v4 import V4Reader
 from trace_scorer.langfuse.retry import RequestBudget, RetryPolicy
 from trace_scorer.langfuse.score_configs import ScoreConfigs
 from trace_scorer.langfuse.scores import ScorePoster
+from trace_scorer.langfuse.server import ScorePosting, ServerCapabilities
 from trace_scorer.langfuse.stats import RequestStats
 from trace_scorer.langfuse.transport import Transport
 from trace_scorer.langfuse.types import (
@@ -43,6 +51,8 @@ from trace_scorer.langfuse.types import (
 log = structlog.get_logger(__name__)
 
 SDK_NAME = "trace-scorer"
+#: A route this server does not serve: 404 (JSON or Next.js's HTML page), 405, or 501 (v3.143–3.158).
+_NOT_SERVED = frozenset({404, 405, 501})
 
 
 def _version() -> str:
@@ -110,6 +120,8 @@ class LangfuseClient:
         self._reads: LangfuseReads | None = None
         self._poster: ScorePoster | None = None
         self.info: ConnectionInfo | None = None
+        #: What the server can do, from its version (known after :meth:`connect`).
+        self.capabilities = ServerCapabilities(None)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -128,62 +140,117 @@ class LangfuseClient:
     # --- start-up ----------------------------------------------------------------------------
 
     async def connect(self) -> ConnectionInfo:
-        """Health, project and API generation; logged once. Raises on bad keys or an unreachable server."""
-        health = await self.transport.call(
-            HEALTH, lambda options: self.api.health.with_raw_response.health(request_options=options)
-        )
-        projects = await self.transport.call(
-            PROJECTS, lambda options: self.api.projects.with_raw_response.get(request_options=options)
-        )
-        data = projects.body.get("data") or []
-        if not data:
+        """Health, project, capabilities and API generation; logged once.
+
+        Raises on bad keys or an unreachable server, and :class:`ConfigError` when a forced
+        ``api_generation`` is one this server cannot serve. Answers are read as plain JSON for the fields
+        used (older servers leave out fields the package's newest models require).
+        """
+        health = await self.transport.legacy(HEALTH, HEALTH.path)
+        projects = await self.transport.legacy(PROJECTS, PROJECTS.path)
+        data = projects.body.get("data") if isinstance(projects.body, dict) else None
+        if not data or not isinstance(data[0], dict) or "id" not in data[0]:
             raise LangfuseResponseError(endpoint=PROJECTS.label, detail="no project belongs to these keys")
         project = data[0]
-        generation = await self.probe_generation()
+        version = str(health.body.get("version", "")) if isinstance(health.body, dict) else ""
+        self.capabilities = ServerCapabilities.from_version(version)
+        generation, source = await self.choose_generation()
         self.use_generation(generation)
+        assert self._poster is not None
         self.info = ConnectionInfo(
             base_url=self.base_url,
-            server_version=str(health.body.get("version", "")),
+            server_version=version,
             project_id=str(project["id"]),
             project_name=str(project.get("name", "")),
             generation=generation,
+            score_posting=self._poster.posting,
+            generation_source=source,
         )
         log.info(
             "langfuse.connected",
             base_url=self.base_url,
-            server_version=self.info.server_version,
+            server_version=version or "unknown",
             project_id=self.info.project_id,
             api_generation=generation.value,
-            generation_source="configured" if self.settings.api_generation != "auto" else "probed",
+            generation_source=source,
+            score_posting=self.info.score_posting.value,
         )
         return self.info
 
-    async def probe_generation(self) -> ApiGeneration:
-        """The configured generation, or v4 if the server has its endpoints (a 404 means legacy)."""
-        if self.settings.api_generation != "auto":
-            return ApiGeneration(self.settings.api_generation)
-        now = self.clock.now()
-        since = now - timedelta(minutes=1)
-        try:
-            await self.transport.call(
-                OBSERVATIONS_V2,
-                lambda options: self.api.observations.with_raw_response.get_many(
-                    fields="core", limit=1, from_start_time=since, to_start_time=now, request_options=options
-                ),
-            )
-            await self.transport.call(
-                EXPERIMENTS,
-                lambda options: self.api.experiments.with_raw_response.list(
-                    from_start_time=since, fields="core", limit=1, request_options=options
-                ),
-            )
-        except LangfuseNotFoundError as error:
-            log.info("langfuse.probe.legacy", reason=str(error))
-            return ApiGeneration.V3
-        return ApiGeneration.V4
+    async def choose_generation(self) -> tuple[ApiGeneration, str]:
+        """The generation to speak and why: ``configured`` (checked against the server), ``version``
+        (2.x/3.x: legacy, no probe), or ``probed`` (v4 routes answer → v4; 404/501 → legacy)."""
+        configured = self.settings.api_generation
+        if configured == "v4":
+            if not await self._serves_v4():
+                raise ConfigError(
+                    f"langfuse.api_generation: 'v4' is set, but Langfuse {self.capabilities.describe()} at "
+                    f"{self.base_url} does not serve the v4 reads (/api/public/v2/observations, "
+                    "/api/public/experiments); set 'auto' or 'v3'"
+                )
+            return ApiGeneration.V4, "configured"
+        if configured == "v3":
+            reason = await self._legacy_refused()
+            if reason is not None:
+                raise ConfigError(
+                    f"langfuse.api_generation: 'v3' is set, but Langfuse {self.capabilities.describe()} at "
+                    f"{self.base_url} does not serve the legacy reads ({reason}); set 'auto' or 'v4'"
+                )
+            return ApiGeneration.V3, "configured"
+        if self.capabilities.legacy_only:
+            return ApiGeneration.V3, "version"
+        return (ApiGeneration.V4 if await self._serves_v4() else ApiGeneration.V3), "probed"
 
-    def use_generation(self, generation: ApiGeneration) -> None:
-        """Speak ``generation`` from now on (``connect`` calls this; tests may too)."""
+    async def probe_generation(self) -> ApiGeneration:
+        """The generation :meth:`choose_generation` picks (kept for callers that only want the answer)."""
+        generation, _ = await self.choose_generation()
+        return generation
+
+    async def _serves_v4(self) -> bool:
+        """Both v4 reads answer. 404 (JSON or Next.js's HTML page) and 501 (3.143–3.158) mean no."""
+        now = self.clock.now()
+        since = serialize_datetime(now - timedelta(minutes=1))
+        try:
+            await self.transport.legacy(
+                OBSERVATIONS_V2,
+                OBSERVATIONS_V2.path,
+                params={"fields": "core", "limit": 1, "fromStartTime": since, "toStartTime": serialize_datetime(now)},
+            )
+            await self.transport.legacy(
+                EXPERIMENTS, EXPERIMENTS.path, params={"fields": "core", "limit": 1, "fromStartTime": since}
+            )
+        except LangfuseHTTPError as error:
+            if isinstance(error, LangfuseAuthError) or error.status not in _NOT_SERVED:
+                raise
+            log.info("langfuse.probe.legacy", reason=str(error))
+            return False
+        return True
+
+    async def _legacy_refused(self) -> str | None:
+        """Why the legacy trace list is not served (v4 ``events_only`` answers 404), or None if it is."""
+        now = self.clock.now()
+        try:
+            await self.transport.legacy(
+                TRACES_LIST,
+                TRACES_LIST.path,
+                params={
+                    "limit": 1,
+                    "page": 1,
+                    "fromTimestamp": format_timestamp(now - timedelta(minutes=1)),
+                    "toTimestamp": format_timestamp(now),
+                },
+            )
+        except LangfuseHTTPError as error:
+            if isinstance(error, LangfuseAuthError) or error.status not in _NOT_SERVED:
+                raise
+            return str(error)
+        return None
+
+    def use_generation(self, generation: ApiGeneration, capabilities: ServerCapabilities | None = None) -> None:
+        """Speak ``generation`` (to a server with ``capabilities``) from now on (``connect`` calls this;
+        tests may too)."""
+        if capabilities is not None:
+            self.capabilities = capabilities
         self._generation = generation
         if generation is ApiGeneration.V4:
             self._reads = V4Reader(
@@ -195,13 +262,19 @@ class LangfuseClient:
                 expand_metadata=self._expand_metadata,
             )
         else:
-            self._reads = V3Reader(
-                transport=self.transport, api=self.api, settings=self.settings, items=self._items
-            )
+            self._reads = V3Reader(transport=self.transport, api=self.api, settings=self.settings, items=self._items)
         self._poster = ScorePoster(
-            transport=self.transport, api=self.api, settings=self.settings, generation=generation
+            transport=self.transport,
+            settings=self.settings,
+            posting=self._score_posting(),
+            server_version=self.capabilities.describe(),
         )
         self._poster.configs = self.configs
+
+    def _score_posting(self) -> ScorePosting:
+        """``langfuse.score_posting`` if set, else what the server's version supports."""
+        configured = self.settings.score_posting
+        return self.capabilities.score_posting if configured == "auto" else ScorePosting(configured)
 
     # --- use ---------------------------------------------------------------------------------
 

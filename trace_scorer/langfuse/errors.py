@@ -78,3 +78,20 @@ class LangfuseResponseError(LangfuseError):
     def __init__(self, *, endpoint: str, detail: str) -> None:
         self.endpoint = endpoint
         super().__init__(f"{endpoint}: unexpected response: {detail}")
+
+
+class LangfuseContractError(LangfuseError):
+    """The server refused a request as a whole for its shape (a route or body this version does not take).
+
+    Not a rejected score and not an outage: nothing is settled, and retrying the same request cannot
+    help. The target stops with this message until the adapter or the configuration matches the server.
+    """
+
+    def __init__(self, *, endpoint: str, server_version: str, detail: str) -> None:
+        self.endpoint = endpoint
+        self.server_version = server_version
+        self.detail = detail
+        super().__init__(
+            f"{endpoint}: Langfuse {server_version} refused the request as a whole ({detail}); "
+            "nothing was recorded as scored"
+        )

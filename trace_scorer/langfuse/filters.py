@@ -9,19 +9,17 @@ condition (window included); the simple parameters are still sent, consistent wi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.transport import QueryValue
-from trace_scorer.langfuse.types import TimeWindow, TraceFilter
+from trace_scorer.langfuse.types import TimeWindow, TraceFilter, TraceRoot
 
 
 def _needs_json_v4(trace_filter: TraceFilter) -> bool:
     return bool(
-        trace_filter.exclude_environments
-        or trace_filter.trace_name
-        or trace_filter.tags
-        or trace_filter.metadata
+        trace_filter.exclude_environments or trace_filter.trace_name or trace_filter.tags or trace_filter.metadata
     )
 
 
@@ -114,11 +112,60 @@ def _common_conditions(trace_filter: TraceFilter, *, trace_name_column: str) -> 
             {"type": "arrayOptions", "column": "tags", "operator": "all of", "value": list(trace_filter.tags)}
         )
     if trace_filter.user_id:
-        conditions.append(
-            {"type": "string", "column": "userId", "operator": "=", "value": trace_filter.user_id}
-        )
+        conditions.append({"type": "string", "column": "userId", "operator": "=", "value": trace_filter.user_id})
     for key, value in sorted(trace_filter.metadata.items()):
-        conditions.append(
-            {"type": "stringObject", "column": "metadata", "key": key, "operator": "=", "value": value}
-        )
+        conditions.append({"type": "stringObject", "column": "metadata", "key": key, "operator": "=", "value": value})
     return conditions
+
+
+def metadata_value(metadata: Mapping[str, Any], key: str) -> Any:
+    """``key`` (dotted for nested values) in root metadata of any shape Langfuse returns: flattened
+    (``{"a.b": 1}``, v4), nested (``{"a": {"b": 1}}``), or nested as JSON text (``{"a": "{\\"b\\": 1}"}``).
+    None when absent."""
+    if key in metadata:
+        return metadata[key]
+    head, dot, rest = key.partition(".")
+    while dot:
+        value = metadata.get(head)
+        if isinstance(value, str) and value[:1] == "{":
+            try:
+                value = json.loads(value)
+            except (ValueError, RecursionError):
+                value = None
+        if isinstance(value, Mapping):
+            found = metadata_value(value, rest)
+            if found is not None:
+                return found
+        step, dot, rest = rest.partition(".")
+        head = f"{head}.{step}"
+    return None
+
+
+def _as_text(value: Any) -> str | None:
+    """A metadata value as Langfuse's string comparison sees it (leaves are stored as text)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def root_matches(root: TraceRoot, trace_filter: TraceFilter) -> bool:
+    """Every condition of ``trace_filter`` holds for ``root``, checked on our side too.
+
+    Servers may ignore conditions they do not know (``filter`` before v3.116.1; environment and metadata
+    on 2.x): a trace that should have been excluded must still not be scored.
+    """
+    f = trace_filter
+    environment = root.environment or "default"
+    if f.environments and environment not in f.environments:
+        return False
+    if environment in f.exclude_environments:
+        return False
+    if f.trace_name and root.name is not None and root.name != f.trace_name:
+        return False
+    if f.tags and not set(f.tags) <= set(root.tags):
+        return False
+    if f.user_id and root.user_id != f.user_id:
+        return False
+    return all(_as_text(metadata_value(root.metadata, k)) == v for k, v in f.metadata.items())

@@ -25,7 +25,7 @@ from trace_scorer.langfuse.endpoints import (
     Endpoint,
 )
 from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
-from trace_scorer.langfuse.filters import v3_traces_query
+from trace_scorer.langfuse.filters import root_matches, v3_traces_query
 from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.rows import sort_rows, trace_root_from_row, v3_trace_root_row, v3_trace_rows
 from trace_scorer.langfuse.transport import QueryValue, Transport
@@ -47,6 +47,9 @@ TRACE_GET_FIELDS = "core,io,observations,metrics"
 
 
 class V3Reader:
+    #: Legacy ingestion shows a trace from its first event on (its end time comes later).
+    rows_appear_at_end = False
+
     def __init__(
         self,
         *,
@@ -98,7 +101,9 @@ class V3Reader:
                 if trace_id in seen:  # offset paging repeats a row when traces arrive meanwhile
                     continue
                 seen.add(trace_id)
-                yield trace_root_from_row(v3_trace_root_row(trace))
+                root = trace_root_from_row(v3_trace_root_row(trace))
+                if root_matches(root, trace_filter):  # older servers ignore some conditions
+                    yield root
 
     async def fetch_trace(self, trace_id: str) -> TraceRows:
         """``/traces/{id}`` with its observations, as v4 rows; a missing trace has no rows."""

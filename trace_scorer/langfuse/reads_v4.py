@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from datetime import datetime, timedelta
 from typing import Any
 
+import structlog
 from langfuse.api import AsyncLangfuseAPI
 from langfuse.api.core.datetime_utils import serialize_datetime
 from langfuse.api.core.http_response import AsyncHttpResponse
@@ -26,8 +27,8 @@ from trace_scorer.langfuse.endpoints import (
     OBSERVATIONS_V2,
     Endpoint,
 )
-from trace_scorer.langfuse.errors import LangfuseResponseError
-from trace_scorer.langfuse.filters import v4_root_query
+from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseResponseError
+from trace_scorer.langfuse.filters import root_matches, v4_root_query
 from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import TraceScanner
@@ -43,12 +44,16 @@ from trace_scorer.langfuse.types import (
     TraceRows,
 )
 
+log = structlog.get_logger(__name__)
+
 #: Field groups of root rows: what sources filter and sample on, plus the trace's input/output.
 ROOT_FIELDS = "core,basic,time,io,metadata,trace_context"
 #: Field groups of a trace's rows: what extraction reads (tool calls, messages, models).
 BODY_FIELDS = "core,basic,time,io,metadata,model"
 EXPERIMENT_FIELDS = "core,metadata"
 EXPERIMENT_ITEM_FIELDS = "core,dataset,io,metadata,itemMetadata"
+#: Observation pages are not made smaller than this when Langfuse answers 422 (a read too heavy).
+MIN_PAGE_SIZE = 10
 #: Server maximum page size of the experiments endpoints.
 EXPERIMENTS_MAX_LIMIT = 100
 
@@ -62,6 +67,10 @@ def _camel(name: str) -> str:
 
 
 class V4Reader:
+    #: Langfuse v4 stores spans exported by OpenTelemetry, which exports a span when it ends: a root row
+    #: appears only once the trace's root ended, however long ago it started.
+    rows_appear_at_end = True
+
     def __init__(
         self,
         *,
@@ -81,6 +90,8 @@ class V4Reader:
         #: Metadata keys returned untruncated (Langfuse cuts metadata values at 200 characters).
         self._expand_metadata = ",".join(expand_metadata) or None
         self._datasets = DatasetsByName(transport, api)
+        #: Rows per observation page; halved when Langfuse finds a read too heavy (422).
+        self.page_size = settings.page_size
         self.scanner = TraceScanner(
             pages=self._window_pages,
             fetch_one=self.fetch_trace,
@@ -127,20 +138,34 @@ class V4Reader:
         """Observation pages as plain JSON. Not through the generated client: it parses every page into
         its models (~0.25 ms a row, 25 times the JSON decoding) and the rows handed on are the plain JSON
         anyway; on a busy worker that parsing held the event loop long enough to starve the judges.
-        The query is encoded as the generated client encodes it (same names, same time format)."""
-        params: dict[str, QueryValue] = {
-            "fields": fields,
-            "expandMetadata": self._expand_metadata,
-            "limit": self._settings.page_size,
-        }
+        The query is encoded as the generated client encodes it (same names, same time format).
+
+        A 422 (Langfuse's ClickHouse memory or time limit on a heavy read) halves the page size and asks
+        again from the same cursor; the smaller size is kept for later reads (logged). Below
+        :data:`MIN_PAGE_SIZE` the error is raised."""
+        params: dict[str, QueryValue] = {"fields": fields, "expandMetadata": self._expand_metadata}
         for name, value in query.items():
             params[_camel(name)] = serialize_datetime(value) if isinstance(value, datetime) else value
 
         async def fetch(cursor: str | None) -> Any:
-            answer = await self._transport.legacy(
-                OBSERVATIONS_V2, OBSERVATIONS_V2.path, params={**params, "cursor": cursor}
-            )
-            return answer.body
+            while True:
+                try:
+                    answer = await self._transport.legacy(
+                        OBSERVATIONS_V2,
+                        OBSERVATIONS_V2.path,
+                        params={**params, "limit": self.page_size, "cursor": cursor},
+                    )
+                    return answer.body
+                except LangfuseHTTPError as error:
+                    if error.status != 422 or self.page_size <= MIN_PAGE_SIZE:
+                        raise
+                    self.page_size = max(MIN_PAGE_SIZE, self.page_size // 2)
+                    log.warning(
+                        "langfuse.read_too_heavy",
+                        endpoint=OBSERVATIONS_V2.label,
+                        page_size=self.page_size,
+                        reason=error.message,
+                    )
 
         return self._body_pages(OBSERVATIONS_V2, fetch)
 
@@ -149,25 +174,35 @@ class V4Reader:
 
     # --- traces ------------------------------------------------------------------------------
 
-    async def list_trace_roots(
-        self, window: TimeWindow, trace_filter: TraceFilter
-    ) -> AsyncIterator[TraceRoot]:
-        """Root observations starting in ``window`` that match the filter, newest first, each once."""
+    async def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
+        """One root per trace starting in ``window`` and matching the filter, newest first.
+
+        A trace can have several root rows (several parentless spans, or an app root under a remote
+        parent): the earliest (then the smallest id) stands for the trace, whatever the page order.
+        The filter is checked on our side too (:func:`root_matches`)."""
+        roots: dict[str, TraceRoot] = {}
         deduper = StreamDeduper()
+
+        def keep(rows: list[Row]) -> None:
+            for row in rows:
+                root = trace_root_from_row(row)
+                held = roots.get(root.trace_id)
+                if held is None or (root.start_time, root.observation_id) < (held.start_time, held.observation_id):
+                    roots[root.trace_id] = root
+
         async for page in self._observation_pages(ROOT_FIELDS, **v4_root_query(window, trace_filter)):
-            for row in deduper.push(page):
-                yield trace_root_from_row(row)
-        for row in deduper.flush():
-            yield trace_root_from_row(row)
+            keep(deduper.push(page))
+        keep(deduper.flush())
+        for root in sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True):
+            if root_matches(root, trace_filter):
+                yield root
 
     async def fetch_trace(self, root: TraceRoot) -> TraceRows:
         """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks)."""
         start = root.start_time - self._slack
         end = max(root.end_time or self._clock.now(), root.start_time) + self._slack
         rows: list[Row] = []
-        pages = self._observation_pages(
-            BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end
-        )
+        pages = self._observation_pages(BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end)
         async for page in pages:
             rows.extend(page)
         return TraceRows(root.trace_id, sort_rows(dedupe(rows)))
@@ -214,9 +249,7 @@ class V4Reader:
                 seen.add(row["id"])
                 yield _experiment(row)
 
-    async def list_experiment_items(
-        self, experiment: Experiment, since: datetime
-    ) -> AsyncIterator[ExperimentItem]:
+    async def list_experiment_items(self, experiment: Experiment, since: datetime) -> AsyncIterator[ExperimentItem]:
         """The experiment's items started since ``since``, each once, with the expected output.
 
         An item row without an ``expectedOutput`` key (not an explicit null) is joined to its dataset

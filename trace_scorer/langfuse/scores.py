@@ -1,41 +1,51 @@
 """Posting scores: validate, build, batch under the body limit, send, and account for every score.
 
-- v4: ``POST /api/public/scores`` with a JSON list. 202: all accepted. 207: ``accepted``/``rejected``
-  counts and messages *without* indices — the batch is never blindly resent; it is bisected (halves
-  resent: safe, the ids make a resend an overwrite) until each rejected score is found, within a
-  request budget; what the budget does not cover is reported as an unattributed batch. A 400/413/422
-  on the whole list is bisected the same way (one bad element can fail a list).
-- v3: ``POST /api/public/ingestion`` with ``score-create`` events; its 207 names each event, so each
-  score's fate is known without bisecting. The event ``timestamp`` is the score's timestamp (Langfuse
-  v3 takes it from the envelope).
-- 429/5xx/timeouts are retried by the transport; if Langfuse stays down, this batch and the rest are
-  reported undelivered (safe to post again later) — never dropped.
+Two ways in, chosen from the server's version (:mod:`.server`):
+
+- ``POST /api/public/scores`` with a JSON list (Cloud, self-hosted ≥ 4.59). 202: all accepted. 207:
+  ``accepted``/``rejected`` counts and messages *without* indices — the batch is never blindly resent;
+  it is bisected (halves resent: safe, the ids make a resend an overwrite) until each rejected score is
+  found, within a request budget; what the budget does not cover is reported as an unattributed batch.
+  A 400/422 on a whole list is bisected the same way (one bad element can fail a list).
+- ``POST /api/public/ingestion`` with ``score-create`` events (every other server: 2.x, 3.x, 4.x before
+  the list endpoint, whose ``POST /scores`` takes one object and drops the timestamp); its 207 names
+  each event, so each score's fate is known without bisecting. The event ``timestamp`` is the score's
+  timestamp (Langfuse takes it from the envelope).
+
+A request refused **as a whole** for its shape — 404/405 (no such route), 400/422 on an ingestion
+envelope, or 400/422 on every list with nothing of the call accepted — is no verdict on the scores: it
+raises :class:`LangfuseContractError` and nothing is settled. Only per-score answers (a 207's detail, a
+per-event error, a bisected single score refused while others of the call went through) reject a score.
+413: the batch is halved and sent again. 429/5xx/timeouts are retried by the transport; if Langfuse
+stays down, this batch and the rest are reported undelivered (safe to post again later) — never dropped.
+
+Langfuse *merges* a re-posted score into the stored one (absent fields keep their old values, metadata
+is deep-merged): so every field is sent, ``null`` where there is no value, and nested metadata values
+go as JSON text — a re-score that drops a comment or a detail leaves nothing stale behind.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from langfuse.api import AsyncLangfuseAPI
 from langfuse.api.core.datetime_utils import serialize_datetime
-from langfuse.api.scores import CreateScoreRequest
 
 from trace_scorer.config.langfuse import LangfuseSettings
-from trace_scorer.langfuse.endpoints import INGESTION, SCORES_CREATE
+from trace_scorer.langfuse.endpoints import INGESTION, SCORES_CREATE, Endpoint
 from trace_scorer.langfuse.errors import (
     LangfuseAuthError,
+    LangfuseContractError,
     LangfuseHTTPError,
-    LangfuseNotFoundError,
     LangfuseTransportError,
 )
 from trace_scorer.langfuse.ids import format_timestamp, ingestion_event_id, normalize_timestamp
 from trace_scorer.langfuse.score_validation import validate_score
-from trace_scorer.langfuse.transport import Answer, LegacyAnswer, Transport, error_message
+from trace_scorer.langfuse.server import ScorePosting
+from trace_scorer.langfuse.transport import LegacyAnswer, Transport, error_message
 from trace_scorer.langfuse.types import (
-    ApiGeneration,
     DeliveryReport,
     RejectedScore,
     ScoreConfig,
@@ -43,16 +53,17 @@ from trace_scorer.langfuse.types import (
     UnattributedBatch,
 )
 
-T = TypeVar("T")
-
-#: Statuses of a whole v4 list that mean "something in this list is invalid": bisect to find it.
-_INVALID_LIST_STATUSES = frozenset({400, 413, 422})
+#: Statuses of a whole request that mean "something in this request is invalid".
+_INVALID_STATUSES = frozenset({400, 422})
+#: A route this server does not have: never a verdict on the scores.
+_NO_ROUTE_STATUSES = frozenset({404, 405, 501})
+_TOO_LARGE = 413
 
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     score: ScoreToPost
-    #: The JSON sent for this score (v4: list element; v3: the ingestion event).
+    #: The JSON sent for this score (list element, or the ingestion event).
     body: dict[str, Any]
     size: int
 
@@ -68,33 +79,49 @@ def _wire_value(score: ScoreToPost) -> float | str:
     return str(score.value)
 
 
+def wire_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata with nested values as JSON text: Langfuse deep-merges a re-posted score's metadata into
+    the stored one, so a nested object would keep keys a re-score dropped; a text leaf is replaced whole.
+    (Langfuse stores score metadata values as strings anyway.)"""
+    return {
+        key: json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, dict | list) else value
+        for key, value in metadata.items()
+    }
+
+
 def score_fields(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
-    """The score's fields in Langfuse's camelCase, without the timestamp; absent values left out."""
-    fields: dict[str, Any] = {
-        "id": score.id,
+    """The score's fields in Langfuse's camelCase, without the timestamp.
+
+    The subject's absent parts are left out (Langfuse requires exactly one subject); ``comment`` and
+    ``metadata`` are always sent, ``null`` when empty, so a re-post overwrites what an earlier post left.
+    """
+    subject = {
         "traceId": score.subject.trace_id,
         "observationId": score.subject.observation_id,
         "datasetRunId": score.subject.dataset_run_id,
+    }
+    optional = {"environment": score.environment, "configId": config_id}
+    return {
+        "id": score.id,
+        **{key: value for key, value in subject.items() if value is not None},
         "name": score.name,
         "value": _wire_value(score),
         "dataType": score.data_type,
         "comment": score.comment,
-        "metadata": dict(score.metadata) if score.metadata is not None else None,
-        "environment": score.environment,
-        "configId": config_id,
+        "metadata": wire_metadata(score.metadata) if score.metadata is not None else None,
+        **{key: value for key, value in optional.items() if value is not None},
     }
-    return {key: value for key, value in fields.items() if value is not None}
 
 
-def v4_body(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
-    """One ``CreateScoreRequest`` as the generated client serialises it (timestamp included)."""
+def list_element(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
+    """One element of the ``POST /scores`` list (its ``timestamp`` makes a re-post an overwrite)."""
     return {
         **score_fields(score, config_id),
         "timestamp": serialize_datetime(normalize_timestamp(score.timestamp)),
     }
 
 
-def v3_event(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
+def ingestion_event(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
     """One ``score-create`` ingestion event; its id is stable for the same content (see ids)."""
     body = score_fields(score, config_id)
     timestamp = format_timestamp(score.timestamp)
@@ -107,21 +134,7 @@ def v3_event(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
     }
 
 
-def _create_request(body: Mapping[str, Any], score: ScoreToPost) -> CreateScoreRequest:
-    names = {
-        "traceId": "trace_id",
-        "observationId": "observation_id",
-        "datasetRunId": "dataset_run_id",
-        "dataType": "data_type",
-        "configId": "config_id",
-    }
-    kwargs = {names.get(key, key): value for key, value in body.items() if key != "timestamp"}
-    return CreateScoreRequest(**kwargs, timestamp=normalize_timestamp(score.timestamp))
-
-
-def batches(
-    prepared: Sequence[_Prepared], *, max_count: int, max_bytes: int, overhead: int
-) -> list[list[_Prepared]]:
+def batches(prepared: Sequence[_Prepared], *, max_count: int, max_bytes: int, overhead: int) -> list[list[_Prepared]]:
     """Consecutive batches of at most ``max_count`` scores whose body stays within ``max_bytes``."""
     out: list[list[_Prepared]] = []
     current: list[_Prepared] = []
@@ -138,9 +151,14 @@ def batches(
     return out
 
 
-class _Budget:
+class _Call:
+    """One ``post_scores`` call: its report, its bisection budget, and what the server said overall."""
+
     def __init__(self, requests: int) -> None:
-        self.left = requests
+        self.report = DeliveryReport()
+        self.budget_left = requests
+        #: A whole request refused as invalid (400/422): the message, kept until something is accepted.
+        self.refused: LangfuseHTTPError | None = None
 
 
 class _Stop(Exception):
@@ -155,16 +173,22 @@ class ScorePoster:
         self,
         *,
         transport: Transport,
-        api: AsyncLangfuseAPI,
         settings: LangfuseSettings,
-        generation: ApiGeneration,
+        posting: ScorePosting,
+        server_version: str = "unknown",
     ) -> None:
         self._transport = transport
-        self._api = api
         self._settings = settings
-        self.generation = generation
+        self.posting = posting
+        self._server_version = server_version
         #: Known score configs by name (from ``ensure_score_configs``): fill ``configId``, check ranges.
         self.configs: dict[str, ScoreConfig] = {}
+        #: 2.x rejects values equal to a config's bounds (see :mod:`.server`).
+        self.exclusive_ranges = False
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return SCORES_CREATE if self.posting is ScorePosting.SCORES_BATCH else INGESTION
 
     def _config_for(self, score: ScoreToPost) -> ScoreConfig | None:
         if score.config_id is not None:
@@ -178,11 +202,10 @@ class ScorePoster:
             latest[score.id] = index
         prepared: list[_Prepared] = []
         per_score_limit = self._settings.score_batch_max_bytes - self._overhead()
+        build = list_element if self.posting is ScorePosting.SCORES_BATCH else ingestion_event
         for index, score in enumerate(scores):
             if latest[score.id] != index:
-                report.rejected.append(
-                    RejectedScore(score, "superseded by a later score with the same id", "client")
-                )
+                report.rejected.append(RejectedScore(score, "superseded by a later score with the same id", "client"))
                 continue
             config = self._config_for(score)
             problems = validate_score(score, config)
@@ -190,31 +213,28 @@ class ScorePoster:
                 report.rejected.append(RejectedScore(score, "; ".join(problems), "client"))
                 continue
             config_id = score.config_id or (config.id if config is not None else None)
-            body = (
-                v4_body(score, config_id)
-                if self.generation is ApiGeneration.V4
-                else v3_event(score, config_id)
-            )
+            if self.exclusive_ranges and config_id is not None and _on_bound(score, config):
+                config_id = None  # 2.x would reject the bound itself: post it unlinked rather than lose it
+            body = build(score, config_id)
             size = json_size(body)
             if size > per_score_limit:
-                reason = (
-                    f"the score is {size} bytes as JSON, over the {per_score_limit}-byte limit of one request"
-                )
+                reason = f"the score is {size} bytes as JSON, over the {per_score_limit}-byte limit of one request"
                 report.rejected.append(RejectedScore(score, reason, "client"))
                 continue
             prepared.append(_Prepared(score, body, size))
         return prepared
 
     def _overhead(self) -> int:
-        return 2 if self.generation is ApiGeneration.V4 else len('{"batch":[]}')
+        return 2 if self.posting is ScorePosting.SCORES_BATCH else len('{"batch":[]}')
 
     async def post(self, scores: Sequence[ScoreToPost]) -> DeliveryReport:
         """Send every valid score; account for each in the returned report (see :class:`DeliveryReport`).
 
-        Raises only when nothing can work: bad credentials (:class:`LangfuseAuthError`) or an endpoint
-        this server does not have (:class:`LangfuseNotFoundError`).
+        Raises only when nothing can work: bad credentials (:class:`LangfuseAuthError`), or a request
+        the server refuses as a whole (:class:`LangfuseContractError`; nothing is settled then).
         """
-        report = DeliveryReport()
+        call = _Call(self._settings.score_bisect_max_requests)
+        report = call.report
         prepared = self.prepare(scores, report)
         groups = batches(
             prepared,
@@ -222,88 +242,104 @@ class ScorePoster:
             max_bytes=self._settings.score_batch_max_bytes,
             overhead=self._overhead(),
         )
-        budget = _Budget(self._settings.score_bisect_max_requests)
         for number, batch in enumerate(groups):
             try:
-                if self.generation is ApiGeneration.V4:
-                    await self._send_v4(batch, report, budget)
-                else:
-                    await self._send_v3(batch, report)
+                await self._send(batch, call)
             except _Stop as stop:
                 report.errors.append(str(stop.error))
                 done = _accounted(report)
-                report.undelivered += [
-                    p.score for rest in groups[number:] for p in rest if id(p.score) not in done
-                ]
+                report.undelivered += [p.score for rest in groups[number:] for p in rest if id(p.score) not in done]
                 break
+        if call.refused is not None and not report.accepted:
+            raise self._contract_error(call.refused)
         return report
 
-    async def _post(self, send: Callable[[], Awaitable[T]]) -> T | LangfuseHTTPError:
-        """``send()``; an invalid-list status is returned (to bisect), a dead Langfuse stops the call."""
+    def _contract_error(self, error: LangfuseHTTPError) -> LangfuseContractError:
+        return LangfuseContractError(
+            endpoint=error.endpoint, server_version=self._server_version, detail=f"HTTP {error.status}: {error.message}"
+        )
+
+    async def _request(self, body: Any) -> LegacyAnswer | LangfuseHTTPError:
+        """Send one request; a whole-request 4xx comes back as the error (to bisect, split or judge),
+        a dead Langfuse stops the call, a missing route raises."""
         try:
-            return await send()
-        except (LangfuseAuthError, LangfuseNotFoundError):
+            return await self._transport.legacy(self.endpoint, self.endpoint.path, body=body, accept=(207,))
+        except LangfuseAuthError:
             raise
         except LangfuseTransportError as error:
             raise _Stop(error) from None
         except LangfuseHTTPError as error:
-            if error.status in _INVALID_LIST_STATUSES:
+            if error.status in _NO_ROUTE_STATUSES:
+                raise self._contract_error(error) from None
+            if error.status in _INVALID_STATUSES or error.status == _TOO_LARGE:
                 return error
             raise _Stop(error) from None
 
-    async def _send_v4(self, batch: list[_Prepared], report: DeliveryReport, budget: _Budget) -> None:
-        requests = [_create_request(p.body, p.score) for p in batch]
+    async def _send(self, batch: list[_Prepared], call: _Call) -> None:
+        if self.posting is ScorePosting.SCORES_BATCH:
+            await self._send_list(batch, call)
+        else:
+            await self._send_events(batch, call)
 
-        async def send() -> Answer[Any]:
-            return await self._transport.call(
-                SCORES_CREATE,
-                lambda options: self._api.scores.with_raw_response.create(
-                    request=requests, request_options=options
-                ),
-            )
+    async def _halves(self, batch: list[_Prepared], call: _Call) -> None:
+        middle = len(batch) // 2
+        await self._send(batch[:middle], call)
+        await self._send(batch[middle:], call)
 
-        outcome = await self._post(send)
+    async def _send_list(self, batch: list[_Prepared], call: _Call) -> None:
+        report = call.report
+        outcome = await self._request([p.body for p in batch])
         report.requests += 1
         if isinstance(outcome, LangfuseHTTPError):
-            accepted, rejected, messages = 0, len(batch), [outcome.message]
-        elif outcome.status == 207:
-            body = outcome.body
-            accepted, rejected = int(body.get("accepted", 0)), int(body.get("rejected", 0))
-            messages = [error_message(e, 207) for e in body.get("errors") or []]
-        else:
+            if outcome.status == _TOO_LARGE and len(batch) > 1:
+                await self._halves(batch, call)
+                return
+            message = f"HTTP {outcome.status}: {outcome.message}"
+            if outcome.status == _TOO_LARGE:
+                report.rejected.append(RejectedScore(batch[0].score, message, "server"))
+                return
+            # Refused as a request. A verdict on the scores only if the same shape went through for other
+            # scores of this call (checked in post()); otherwise this server may not take the shape at all.
+            call.refused = call.refused or outcome
+            if len(batch) > 1 and call.budget_left >= 2:  # one bad element can fail a list: find it
+                call.budget_left -= 2
+                await self._halves(batch, call)
+            elif len(batch) == 1:
+                report.rejected.append(RejectedScore(batch[0].score, message, "server"))
+            else:
+                report.unattributed.append(UnattributedBatch(tuple(p.score for p in batch), 0, len(batch), (message,)))
+            return
+        if outcome.status != 207:
             report.accepted += [p.score for p in batch]
             return
+        body = outcome.body if isinstance(outcome.body, Mapping) else {}
+        accepted, rejected = int(body.get("accepted", 0)), int(body.get("rejected", 0))
+        messages = [error_message(e, 207) for e in body.get("errors") or []]
         if rejected == 0:
             report.accepted += [p.score for p in batch]
             return
         reason = "; ".join(dict.fromkeys(messages)) or "rejected by Langfuse (no message)"
-        if accepted == 0 and (len(batch) == 1 or not isinstance(outcome, LangfuseHTTPError)):
+        if accepted == 0:
             report.rejected += [RejectedScore(p.score, reason, "server") for p in batch]
             return
-        if len(batch) > 1 and budget.left >= 2:
-            budget.left -= 2
-            middle = len(batch) // 2
-            await self._send_v4(batch[:middle], report, budget)
-            await self._send_v4(batch[middle:], report, budget)
+        if len(batch) > 1 and call.budget_left >= 2:
+            call.budget_left -= 2
+            await self._halves(batch, call)
             return
         report.unattributed.append(
-            UnattributedBatch(
-                tuple(p.score for p in batch), accepted, rejected, tuple(dict.fromkeys(messages))
-            )
+            UnattributedBatch(tuple(p.score for p in batch), accepted, rejected, tuple(dict.fromkeys(messages)))
         )
 
-    async def _send_v3(self, batch: list[_Prepared], report: DeliveryReport) -> None:
-        events = [p.body for p in batch]
-
-        async def send() -> LegacyAnswer:
-            return await self._transport.legacy(
-                INGESTION, INGESTION.path, body={"batch": events}, accept=(207,)
-            )
-
-        outcome = await self._post(send)
+    async def _send_events(self, batch: list[_Prepared], call: _Call) -> None:
+        report = call.report
+        outcome = await self._request({"batch": [p.body for p in batch]})
         report.requests += 1
         if isinstance(outcome, LangfuseHTTPError):
-            raise _Stop(outcome)
+            if outcome.status == _TOO_LARGE and len(batch) > 1:
+                await self._halves(batch, call)
+                return
+            # Ingestion answers per event: a refused envelope is the request's shape, not the scores.
+            raise self._contract_error(outcome)
         body = outcome.body if isinstance(outcome.body, Mapping) else {}
         succeeded = {str(s.get("id")) for s in body.get("successes") or [] if isinstance(s, Mapping)}
         failed = {str(e.get("id")): e for e in body.get("errors") or [] if isinstance(e, Mapping)}
@@ -323,6 +359,12 @@ class ScorePoster:
             else:
                 report.undelivered.append(item.score)
                 report.errors.append(f"{INGESTION.label}: event {event_id} missing from the answer")
+
+
+def _on_bound(score: ScoreToPost, config: ScoreConfig | None) -> bool:
+    if config is None or score.data_type != "NUMERIC" or not isinstance(score.value, int | float):
+        return False
+    return score.value in (config.min_value, config.max_value)
 
 
 def _accounted(report: DeliveryReport) -> set[int]:

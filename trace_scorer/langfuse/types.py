@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from trace_scorer.langfuse.ids import score_id
+from trace_scorer.langfuse.server import ScorePosting
 
 #: One observation row, v4 camelCase shape (see the module docstring).
 Row = dict[str, Any]
@@ -23,7 +24,7 @@ ScoreDataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL", "TEXT"]
 
 
 class ApiGeneration(enum.StrEnum):
-    """v4: observations/experiments APIs (Cloud, self-hosted ≥ 4.59). v3: legacy traces/dataset runs."""
+    """v4: observations/experiments APIs (Cloud, self-hosted 4.x). v3: legacy traces/dataset runs (2.x, 3.x)."""
 
     V4 = "v4"
     V3 = "v3"
@@ -38,6 +39,10 @@ class ConnectionInfo:
     project_id: str
     project_name: str
     generation: ApiGeneration
+    #: How scores are written to this server (decided from its version; see :mod:`.server`).
+    score_posting: ScorePosting = ScorePosting.INGESTION
+    #: Why this generation: "configured", "version", or "probed".
+    generation_source: str = "probed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +283,10 @@ class DeliveryReport:
 
 class LangfuseReads(Protocol):
     """The reads the sources use; one implementation per API generation."""
+
+    #: True when a trace's root row appears only once the root ended (v4): a source must read again
+    #: behind its watermark, or a long trace would be missed.
+    rows_appear_at_end: bool
 
     def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
         """Traces whose root starts in ``window`` and match the filter, each once, newest first (v4)."""

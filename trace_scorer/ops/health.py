@@ -71,6 +71,7 @@ class Health:
         self._targets: dict[str, _Target] = {}
         self._config_loaded = False
         self._shutting_down = False
+        self._stopped: dict[str, str] = {}
         self._langfuse_ok: bool | None = None
         self._langfuse_reason = "Langfuse not checked yet"
         self._langfuse_checked: float | None = None
@@ -118,6 +119,14 @@ class Health:
             self._langfuse_reason = text
             self._langfuse_checked = self._clock()
 
+    def target_stopped(self, target: str, reason: str) -> None:
+        """``target`` cannot work against this server (e.g. a request the server refuses as a whole):
+        not ready, with the reason, until restarted; its ticks no longer count for liveness."""
+        text = redact_text(reason.strip() or "stopped")[:MAX_REASON_CHARS]
+        with self._lock:
+            self._stopped[target] = text
+            self._targets.pop(target, None)
+
     def shutting_down(self) -> None:
         """SIGTERM received: not ready any more (liveness unaffected while the batch in hand finishes)."""
         with self._lock:
@@ -153,11 +162,15 @@ class Health:
             details = {
                 "config_loaded": self._config_loaded,
                 "langfuse": {"ok": self._langfuse_ok, "reason": self._langfuse_reason, "checked_seconds_ago": checked},
+                "stopped_targets": dict(self._stopped),
             }
             if self._shutting_down:
                 return Probe(False, "shutting down", details)
             if not self._config_loaded:
                 return Probe(False, "configuration not loaded", details)
+            if self._stopped:
+                stopped = "; ".join(f"target {name} stopped: {why}" for name, why in sorted(self._stopped.items()))
+                return Probe(False, stopped, details)
             if self._langfuse_ok is not True:
                 return Probe(False, f"Langfuse: {self._langfuse_reason}", details)
         return Probe(True, "ready", details)

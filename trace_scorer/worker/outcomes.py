@@ -62,11 +62,11 @@ def scores_to_post(
             "target": plan.target.name,
             "config_hash": plan.config_hash,
             "fingerprint": plan.fingerprints.get(name),
+            # Always every key, None when empty: Langfuse merges a re-posted score's metadata into the
+            # stored one, so a key left out would keep the value an earlier post gave it.
+            "details": _details(outcome.details) if outcome.details else None,
+            "judge_trace_id": judge_trace_id(outcome.details) if outcome.details else None,
         }
-        if outcome.details:
-            metadata["details"] = _details(outcome.details)
-            if link := judge_trace_id(outcome.details):
-                metadata["judge_trace_id"] = link
         posts.append(
             ScoreToPost(
                 subject=subject,

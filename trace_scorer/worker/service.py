@@ -27,7 +27,13 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.embeddings import build_embedder
 from trace_scorer.judge import build_judge
-from trace_scorer.langfuse import ConnectionInfo, LangfuseAuthError, LangfuseClient, LangfuseError
+from trace_scorer.langfuse import (
+    ConnectionInfo,
+    LangfuseAuthError,
+    LangfuseClient,
+    LangfuseContractError,
+    LangfuseError,
+)
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.pipeline import Pipeline
@@ -54,17 +60,22 @@ def utc_now() -> datetime:
 
 
 def reference_metadata_keys(settings: Settings) -> list[str]:
-    """Root-metadata keys the targets' references read (``$.trace.metadata.KEY…``). They must come back
-    whole: Langfuse v4 cuts metadata values at 200 characters unless the read names the key
-    (``expandMetadata``), and a cut JSON value is no reference at all."""
+    """Root-metadata keys the targets' references read (``$.trace.metadata.KEY…``), nested and flattened
+    (``$.trace.metadata.a.b`` → ``a`` and ``a.b``: Langfuse v4 stores nested metadata under dotted keys).
+    Passed as ``expandMetadata`` so a server that cuts metadata values at 200 characters returns these
+    whole; unknown keys are harmless to the server."""
     keys: dict[str, None] = {}
     for target in settings.targets:
         for paths in target.references.model_dump().values():
             for path in paths:
                 steps = parse_path(path)
-                key = steps[2] if len(steps) > 2 and steps[:2] == ("trace", "metadata") else None
-                if isinstance(key, str) and "," not in key:  # the parameter is a comma-separated list
-                    keys[key] = None
+                if steps[:2] != ("trace", "metadata"):
+                    continue
+                names = [s for s in steps[2:] if isinstance(s, str)]
+                for end in range(1, len(names) + 1):
+                    key = ".".join(names[:end])
+                    if "," not in key:  # the parameter is a comma-separated list
+                        keys[key] = None
     return list(keys)
 
 
@@ -117,12 +128,17 @@ async def open_context(
     )
     client.stats.on_retry = lambda endpoint, outcome, wait: ops.telemetry.langfuse_retry(endpoint, outcome, wait)
     info = await client.connect()
-    ops.health.langfuse_ok(detail=f"{info.base_url} {info.generation} server {info.server_version}")
+    ops.health.langfuse_ok(
+        detail=f"{info.base_url} {info.generation} server {info.server_version or 'unknown'}, "
+        f"scores via {info.score_posting}"
+    )
     log.info(
         "langfuse_connected",
         base_url=info.base_url,
         server_version=info.server_version,
         api_generation=str(info.generation),
+        generation_source=info.generation_source,
+        score_posting=str(info.score_posting),
         project=info.project_name,
     )
     specs = {spec.name: spec for plan in plans.values() for spec in config_specs(plan)}
@@ -159,10 +175,14 @@ class Worker:
         self.clock = clock
         self.stop = stop or asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
+        #: Targets stopped for good (a request the server refuses as a whole), with the reason.
+        self.stopped: dict[str, str] = {}
 
     async def tick(self, source: Source) -> None:
         """One tick of one target: logged as one event, never raising into the scheduler."""
         target = source.target
+        if target.name in self.stopped:
+            return
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
@@ -183,6 +203,12 @@ class Worker:
             ok = False
             self.context.ops.health.langfuse_failed(str(exc))
             log.error("langfuse_auth_failed", target=target.name, reason=str(exc))
+        except LangfuseContractError as exc:
+            # The server refuses the request's shape: retrying cannot help and nothing was settled.
+            ok = False
+            self.stopped[target.name] = str(exc)
+            self.context.ops.health.target_stopped(target.name, str(exc))
+            log.error("target_stopped", target=target.name, reason=str(exc))
         except LangfuseError as exc:
             ok = False
             self.context.ops.health.langfuse_failed(str(exc))

@@ -2,10 +2,17 @@
 
 Each tick reads the window ``[watermark, min(now - lag, watermark + max_window))``. A trace is ready when
 its root ended at least ``quiet_period`` ago (Langfuse has no "trace finished" signal); a root that never
-ended is taken ``unfinished_after`` its start. Traces not ready yet hold the watermark at their start, so
-the next tick reads them again. Traces already in the ledger with this configuration are not scored
-again; traces with a recorded failure are left to the retry path (their back-off is kept). The watermark
-moves only after every batch of the window has settled.
+ended is taken ``unfinished_after`` its start. Traces already in the ledger with this configuration are
+not scored again; traces with a recorded failure are left to the retry path (their back-off is kept).
+The watermark moves only after every batch of the window has settled.
+
+Langfuse v4 shows a root only once it *ended* (spans are exported by OpenTelemetry at their end), so a
+trace that runs longer than ``lag`` appears after the window holding its start was read. On v4 every tick
+therefore also reads ``max_trace_duration`` behind the window again, and the ledger drops what was done:
+a finished trace is scored exactly once whatever its duration (up to ``max_trace_duration``). A visible
+root not finished yet keeps the watermark within that distance of its start, so it is read again. On
+legacy servers (a trace is visible from its start) nothing is read again and such a root holds the
+watermark at its start.
 """
 
 from __future__ import annotations
@@ -88,20 +95,36 @@ class TraceSource(SourceBase):
             return report
         window = TimeWindow(start, end)
         report.window = f"{start.isoformat()}/{end.isoformat()}"
-        hold = await self.score_window(window, now, report, stop)
+        hold = await self.score_window(window, now, report, stop, reread=self._reread())
         if hold is not None and hold > start:
             self.state.set_watermark(self.target.name, hold)
         return report
 
+    def _reread(self) -> timedelta:
+        """How far behind the window's start to read again: ``max_trace_duration`` where roots appear
+        only when they end (v4), nothing where they appear at their start (legacy)."""
+        if self.client.reads.rows_appear_at_end:
+            return timedelta(seconds=self.target.max_trace_duration)
+        return timedelta(0)
+
     async def score_window(
-        self, window: TimeWindow, now: datetime, report: TickReport, stop: asyncio.Event
+        self,
+        window: TimeWindow,
+        now: datetime,
+        report: TickReport,
+        stop: asyncio.Event,
+        *,
+        reread: timedelta = timedelta(0),
     ) -> datetime | None:
-        """Score what is ready in ``window``; return how far the watermark may move (None: stopped early)."""
-        ready, hold = await self._ready_roots(window, now, report)
+        """Score what is ready in ``window`` (and in ``reread`` before it: traces that ended since they
+        were last read); return how far the watermark may move (None: stopped early)."""
+        ready, hold = await self._ready_roots(window, now, report, reread)
         known = self.state.scored_hashes(self.target.name, [r.trace_id for r in ready])
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
-        todo = [r for r in ready if known.get(r.trace_id) != self.scorer.plan.config_hash and r.trace_id not in failed]
-        if already := sum(1 for r in ready if known.get(r.trace_id) == self.scorer.plan.config_hash):
+        config_hash = self.scorer.plan.config_hash
+        todo = [r for r in ready if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
+        # Traces read again behind the window are expected to be known: not worth a skip count.
+        if already := sum(1 for r in ready if known.get(r.trace_id) == config_hash and r.start_time >= window.start):
             report.skipped["already scored"] += already
         self.scorer.telemetry.backlog(self.target.name, len(todo))
         if not await self._score_batches(todo, now, report, stop):
@@ -140,25 +163,32 @@ class TraceSource(SourceBase):
         return not stopped
 
     async def _ready_roots(
-        self, window: TimeWindow, now: datetime, report: TickReport
+        self, window: TimeWindow, now: datetime, report: TickReport, reread: timedelta
     ) -> tuple[list[TraceRoot], datetime]:
+        """The finished roots of ``window`` (and of ``reread`` before it), and how far the watermark may
+        move: a root not finished yet must be read again, so the watermark stays within ``reread`` of
+        its start (at its start when nothing is read again)."""
         quiet_since = now - timedelta(seconds=self.target.quiet_period)
         give_up_waiting = now - timedelta(seconds=self.target.unfinished_after)
         hold = window.end
         ready: dict[str, TraceRoot] = {}
-        async for root in self.client.reads.list_trace_roots(window, self.filter):
+        read = TimeWindow(window.start - reread, window.end)
+        async for root in self.client.reads.list_trace_roots(read, self.filter):
             self.scorer.progress()
             if root.trace_id in ready:
                 continue
-            report.seen += 1
-            self.scorer.telemetry.traces_seen(self.target.name)
+            fresh = root.start_time >= window.start
+            if fresh:
+                report.seen += 1
+                self.scorer.telemetry.traces_seen(self.target.name)
             if not sampled(root.trace_id, self.target.sample_rate):
-                report.skipped["sampled out"] += 1
+                if fresh:
+                    report.skipped["sampled out"] += 1
                 continue
             unfinished = root.end_time is None and root.start_time > give_up_waiting
             if unfinished or (root.end_time is not None and root.end_time > quiet_since):
-                report.deferred += 1
-                hold = min(hold, root.start_time)
+                report.deferred += fresh
+                hold = min(hold, root.start_time + reread)
                 continue
             ready[root.trace_id] = root
         return list(ready.values()), hold
