@@ -49,10 +49,40 @@ def test_check_prints_server_project_and_score_configs(v4: V4Server, capsys: pyt
     v4.configs.append(f.score_config("cfg-9", "rouge"))
     assert cli.main(["check"]) == 0
     out = capsys.readouterr().out
-    assert "server 4.60.0, API v4" in out and "project demo" in out
+    assert "server 4.60.0, API v4 (probed), scores posted via scores-batch" in out and "project demo" in out
+    assert "target agent (traces): endpoints answer" in out
     assert "rouge" in out and "cfg-9" in out
     assert "tool_call_accuracy" in out and "missing (created by run)" in out
     assert len(v4.configs) == 1  # check creates nothing
+
+
+def test_check_reports_the_score_posting_of_an_older_server(v4: V4Server, capsys: pytest.CaptureFixture[str]) -> None:
+    v4.version = "4.16.0"
+    assert cli.main(["check"]) == 0
+    assert "server 4.16.0, API v4 (probed), scores posted via ingestion" in capsys.readouterr().out
+
+
+def test_check_fails_naming_a_dataset_the_server_does_not_have(
+    v4: V4Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "settings.toml").write_text(
+        CONFIG + '[[targets]]\nname = "bench"\nsource = "dataset_runs"\ndatasets = ["nope"]\n'
+        '  [[targets.metrics]]\n  metric = "rouge"\n'
+    )
+    assert cli.main(["check"]) == 1
+    out = capsys.readouterr().out
+    assert "target bench (dataset_runs): cannot work" in out and "dataset 'nope' not found" in out
+    assert "target agent (traces): endpoints answer" in out
+
+
+def test_check_fails_when_forced_legacy_reads_are_not_served(
+    v4: V4Server, fake: FakeLangfuse, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4.x in events_only mode answers the legacy routes 404: a configuration error (exit 2) naming the key."""
+    fake.on("GET", "/api/public/traces", f.error("not available in Langfuse v4 events_only mode", 404))
+    monkeypatch.setenv("TRACE_SCORER_LANGFUSE__API_GENERATION", "v3")
+    assert cli.main(["check"]) == 2
+    assert "api_generation: 'v3'" in capsys.readouterr().err
 
 
 def test_wrong_credentials_exit_2_with_a_clear_message(fake: FakeLangfuse, capsys: pytest.CaptureFixture[str]) -> None:

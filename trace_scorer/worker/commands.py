@@ -13,9 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from trace_scorer.config.settings import Settings
+from trace_scorer.config.targets import TargetSettings
 from trace_scorer.embeddings import build_embedder
 from trace_scorer.judge import build_judge
-from trace_scorer.langfuse import LangfuseClient, TimeWindow
+from trace_scorer.langfuse import LangfuseClient, LangfuseError, LangfuseNotFoundError, TimeWindow
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.plan import build_plan
@@ -23,7 +24,7 @@ from trace_scorer.worker.batch import TickReport
 from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.outcomes import config_specs
 from trace_scorer.worker.service import open_context, utc_now
-from trace_scorer.worker.traces import TraceSource
+from trace_scorer.worker.traces import TraceSource, trace_filter
 
 
 def windows(start: datetime, end: datetime, size: float) -> list[TimeWindow]:
@@ -80,8 +81,43 @@ async def run_backfill(settings: Settings, target_name: str, start: datetime, en
     return 0
 
 
+async def target_problems(
+    client: LangfuseClient, target: TargetSettings, settings: Settings, now: datetime
+) -> list[str]:
+    """What keeps ``target`` from working on this server: each read it needs is tried once (a minute of
+    traces; each dataset, its recent runs and a run's items). Empty: every endpoint answered."""
+    reads = client.reads
+    problems: list[str] = []
+    try:
+        if target.source == "traces":
+            window = TimeWindow(now - timedelta(minutes=1), now)
+            async for _ in reads.list_trace_roots(window, trace_filter(target, settings)):
+                break
+            return problems
+        since = now - timedelta(seconds=target.effective_lookback)
+        for name in target.datasets:
+            try:
+                dataset = await reads.get_dataset(name)
+            except LangfuseNotFoundError:
+                problems.append(f"dataset {name!r} not found")
+                continue
+            async for experiment in reads.list_experiments([dataset], since):
+                async for _ in reads.list_experiment_items(experiment, since):
+                    break
+                break
+        if not client.capabilities.run_scores:
+            problems.append(
+                f"Langfuse {client.capabilities.describe()} has no scores on dataset runs: run-level results "
+                "are not posted (item scores are)"
+            )
+    except LangfuseError as error:
+        problems.append(str(error))
+    return problems
+
+
 async def run_check(settings: Settings, console: Console) -> int:
-    """Validate everything the worker would, connect, and print what was found. Creates nothing."""
+    """Validate everything the worker would, connect, try each target's reads, and print what was found.
+    Creates and posts nothing. Exit 1 when a target cannot work on this server."""
     judge = build_judge(settings, tracing_default=False)
     embedder = build_embedder(settings)
     try:
@@ -95,8 +131,11 @@ async def run_check(settings: Settings, console: Console) -> int:
     async with LangfuseClient(settings.langfuse) as client:
         info = await client.connect()
         existing = {c.name: c for c in await client.score_configs.list()}
+        now = utc_now()
+        problems = {t.name: await target_problems(client, t, settings, now) for t in settings.targets}
     console.print(
-        f"[bold]Langfuse[/bold] {info.base_url}: server {info.server_version}, API {info.generation}, "
+        f"[bold]Langfuse[/bold] {info.base_url}: server {info.server_version or 'unknown'}, "
+        f"API {info.generation} ({info.generation_source}), scores posted via {info.score_posting}, "
         f"project {info.project_name} ({info.project_id})",
         highlight=False,
     )
@@ -111,4 +150,12 @@ async def run_check(settings: Settings, console: Console) -> int:
             status = f"{config.data_type} {config.id}" if config else "missing (created by run)"
             table.add_row(plan.target.name, plan.target.source, spec.name, status, plan.config_hash)
     console.print(table)
-    return 0
+    failing = False
+    for target in settings.targets:
+        blocking = [p for p in problems[target.name] if "not posted" not in p]
+        failing = failing or bool(blocking)
+        verdict = "[red]cannot work[/red]" if blocking else "[green]endpoints answer[/green]"
+        console.print(f"target {target.name} ({target.source}): {verdict}", highlight=False)
+        for problem in problems[target.name]:
+            console.print(f"  - {problem}", highlight=False)
+    return 1 if failing else 0
