@@ -141,6 +141,12 @@ async def open_context(
         score_posting=str(info.score_posting),
         project=info.project_name,
     )
+    if judge is not None and settings.judge.tracing is not False and not client.capabilities.otlp:
+        log.warning(
+            "judge_tracing_unsupported",
+            server_version=info.server_version,
+            reason="this Langfuse has no OTLP endpoint: judge calls cannot be recorded (set judge.tracing = false)",
+        )
     specs = {spec.name: spec for plan in plans.values() for spec in config_specs(plan)}
     await client.ensure_score_configs(list(specs.values()))
 
