@@ -263,6 +263,14 @@ class StateStore:
         assert state is not None
         return state
 
+    def runs_changed_since(self, target: str, since: datetime) -> list[str]:
+        """Ids of the target's runs whose item count last changed at or after ``since`` (still followed)."""
+        rows = self._db.execute(
+            "SELECT run_id FROM runs WHERE target = ? AND last_change >= ? ORDER BY run_id",
+            (target, _text(since)),
+        )
+        return [r[0] for r in rows.fetchall()]
+
     def set_run_posted(self, target: str, run_id: str, posted_hash: str) -> None:
         """Remember what the run-level scores were last posted for (items and configuration)."""
         with self.transaction():

@@ -77,12 +77,13 @@ def score_config(
     max_value: float | None = 1.0,
     archived: bool = False,
     categories: list[dict[str, Any]] | None = None,
+    created: datetime | str | None = None,
 ) -> dict[str, Any]:
     config: dict[str, Any] = {
         "id": config_id,
         "name": name,
-        "createdAt": iso(T0),
-        "updatedAt": iso(T0),
+        "createdAt": iso(created or T0),
+        "updatedAt": iso(created or T0),
         "projectId": PROJECT_ID,
         "dataType": data_type,
         "isArchived": archived,
@@ -257,6 +258,10 @@ def experiment_item(
     item_metadata: dict[str, Any] | None = None,
     environment: str = "sdk-experiment",
 ) -> dict[str, Any]:
+    """An experiment-items row as real servers send it: ``input``/``output``/``expectedOutput`` raw
+    strings (non-strings JSON-encoded), ``expectedOutput`` always present and ``""`` when the runner
+    recorded none (``expected_output=None``). ``omit_expected_output`` drops the key (not seen on real
+    servers; the reader must tolerate it)."""
     row: dict[str, Any] = {
         "id": root_id,
         "traceId": trace_id,
@@ -269,9 +274,9 @@ def experiment_item(
         "experimentItemId": item_id,
         "experimentDatasetId": dataset_id,
         "experimentItemVersion": iso(T0),
-        "input": input,
-        "output": output,
-        "expectedOutput": expected_output,
+        "input": _raw(input),
+        "output": _raw(output),
+        "expectedOutput": "" if expected_output is None else _raw(expected_output),
         "metadata": metadata or {},
         "experimentItemMetadata": item_metadata or {},
     }
@@ -279,6 +284,13 @@ def experiment_item(
         del row["expectedOutput"]
     experiment_items_page([row])
     return row
+
+
+def _raw(value: Any) -> str | None:
+    """A value as the experiment-items endpoint sends it: a raw string (a non-string JSON-encoded)."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
 
 
 def experiment_items_page(rows: list[dict[str, Any]], cursor: str | None = None) -> dict[str, Any]:
@@ -471,6 +483,11 @@ def v3_dataset_run_items_page(
 ) -> dict[str, Any]:
     body = {"data": rows, "meta": _meta(page, limit, len(rows) if total is None else total)}
     return _check("GET", "/api/public/dataset-run-items", body)
+
+
+def v3_dataset_run_with_items(run: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {**run, "datasetRunItems": items}
+    return _check("GET", "/api/public/datasets/{datasetName}/runs/{runName}", body)
 
 
 def ingestion_response(successes: list[str], errors: list[tuple[str, int, str]] | None = None) -> Reply:

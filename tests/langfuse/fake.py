@@ -167,7 +167,10 @@ class _Common:
     def _list_configs(self, request: httpx.Request, _: dict[str, str]) -> Reply:
         params = _params(request)
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
-        chunk = self.configs[(page - 1) * limit : page * limit]
+        # As Langfuse: newest first (createdAt desc, then id asc); names are not unique.
+        ordered = sorted(self.configs, key=lambda c: c["id"])
+        ordered.sort(key=lambda c: c["createdAt"], reverse=True)
+        chunk = ordered[(page - 1) * limit : page * limit]
         return Reply(200, f.score_configs_page(chunk, page=page, limit=limit, total=len(self.configs)))
 
     def _create_config(self, request: httpx.Request, _: dict[str, str]) -> Reply:
@@ -179,6 +182,7 @@ class _Common:
             min_value=body.get("minValue"),
             max_value=body.get("maxValue"),
             categories=body.get("categories"),
+            created=f.T0 + timedelta(seconds=len(self.configs) + 1),
         )
         self.configs.append(config)
         return Reply(200, config)
@@ -324,6 +328,7 @@ class V3Server(_Common):
         fake.on("GET", "/api/public/traces/{traceId}", self._trace)
         fake.on("GET", "/api/public/datasets/{datasetName}/runs", self._runs)
         fake.on("GET", "/api/public/dataset-run-items", self._run_items)
+        fake.on("GET", "/api/public/datasets/{datasetName}/runs/{runName}", self._run)
         fake.on("POST", "/api/public/ingestion", self._ingest)
 
     def add_trace(self, trace: dict[str, Any]) -> None:
@@ -350,7 +355,8 @@ class V3Server(_Common):
 
     def _runs(self, request: httpx.Request, path: dict[str, str]) -> Reply:
         params = _params(request)
-        runs = self.runs.get(path["datasetName"], [])
+        # As Langfuse: newest (createdAt) first; a run's updatedAt is its createdAt (never updated).
+        runs = sorted(self.runs.get(path["datasetName"], []), key=lambda r: r["createdAt"], reverse=True)
         page, limit = int(_one(params, "page") or 1), int(_one(params, "limit") or 50)
         return Reply(
             200,
@@ -377,6 +383,14 @@ class V3Server(_Common):
             ),
         )
 
+    def _run(self, request: httpx.Request, path: dict[str, str]) -> Reply:
+        name, run_name = unquote(path["datasetName"]), unquote(path["runName"])
+        run = next((r for r in self.runs.get(name, []) if r["name"] == run_name), None)
+        if run is None:
+            return _not_found("dataset run not found")
+        items = [i for i in self.run_items if i["datasetRunId"] == run["id"]]
+        return Reply(200, f.v3_dataset_run_with_items(run, items))
+
     def _ingest(self, request: httpx.Request, _: dict[str, str]) -> Reply:
         batch = json.loads(request.content)["batch"]
         successes, errors = [], []
@@ -389,6 +403,25 @@ class V3Server(_Common):
                 successes.append(event["id"])
                 self.scores[event["body"]["id"]] = {**event["body"], "timestamp": event["timestamp"]}
         return f.ingestion_response(successes, errors)
+
+
+class V2Server(V3Server):
+    """Langfuse 2.x (2.95): the legacy API with older answer shapes.
+
+    ``/dataset-run-items`` answers 405 (a run's items come with ``/datasets/{name}/runs/{run}``), and
+    dataset items have no ``mediaReferences`` (which the package's ``DatasetItem`` model requires).
+    """
+
+    def __init__(self, fake: FakeLangfuse, version: str = "2.95.12") -> None:
+        super().__init__(fake, version)
+        fake.on("GET", "/api/public/dataset-run-items", Reply(405, {"message": "Method Not Allowed"}))
+
+    def _dataset_item(self, request: httpx.Request, params: dict[str, str]) -> Reply:
+        item = self.dataset_items.get(params["id"])
+        if not item:
+            return _not_found("dataset item not found")
+        old = {k: v for k, v in item.items() if k != "mediaReferences"}
+        return Reply(200, old, unchecked="Langfuse 2.95 sends no mediaReferences")
 
 
 class FakeClock:

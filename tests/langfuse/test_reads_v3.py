@@ -203,9 +203,9 @@ async def test_dataset_runs_items_and_expected_output_with_item_cache(
     v3.add_dataset_item(
         f.dataset_item("item-2", "ds-1", "bench", input={"q": "2+2"}, expected_output={"a": "4"})
     )
-    old = f.v3_dataset_run("run-old", "old", "ds-1", "bench", at(-7200), at(-7000))
-    run_a = f.v3_dataset_run("run-a", "baseline", "ds-1", "bench", at(10), at(50))
-    run_b = f.v3_dataset_run("run-b", "candidate", "ds-1", "bench", at(20), at(60))
+    old = f.v3_dataset_run("run-old", "old", "ds-1", "bench", at(-7200))
+    run_a = f.v3_dataset_run("run-a", "baseline", "ds-1", "bench", at(10))
+    run_b = f.v3_dataset_run("run-b", "candidate", "ds-1", "bench", at(20))
     v3.runs["bench"] = [old, run_a, run_b]
     v3.run_items = [
         f.v3_dataset_run_item("ri-1", run_a, "item-1", "trace-a1", at(11), observation_id="obs-a1"),
@@ -216,9 +216,9 @@ async def test_dataset_runs_items_and_expected_output_with_item_cache(
     client = make_client(ApiGeneration.V3)
     dataset = await client.reads.get_dataset("bench")
     runs = [e async for e in client.reads.list_experiments([dataset], since=at(0))]
-    assert [(r.id, r.name, r.dataset_id, r.item_count) for r in runs] == [
-        ("run-a", "baseline", "ds-1", None),
-        ("run-b", "candidate", "ds-1", None),
+    assert [(r.id, r.name, r.dataset_id, r.item_count, r.end_time) for r in runs] == [
+        ("run-b", "candidate", "ds-1", 2, None),  # newest first, total item counts, no end time
+        ("run-a", "baseline", "ds-1", 2, None),
     ]
     items = [i for run in runs async for i in client.reads.list_experiment_items(run, since=at(0))]
     got = {i.trace_id: (i.experiment_id, i.dataset_item_id, i.input, i.expected_output) for i in items}
@@ -235,7 +235,9 @@ async def test_dataset_runs_items_and_expected_output_with_item_cache(
     assert first.start_time == at(11) and first.experiment_name == "baseline"
     # Two runs share two dataset items: each fetched once.
     assert len(fake.calls_to("GET", "/api/public/dataset-items/{id}")) == 2
-    params = fake.calls_to("GET", "/api/public/dataset-run-items")[0].request.url.params
+    counts, *reads = fake.calls_to("GET", "/api/public/dataset-run-items")
+    assert (counts.request.url.params["runName"], counts.request.url.params["limit"]) == ("candidate", "1")
+    params = reads[-1].request.url.params
     assert (params["datasetId"], params["runName"]) == ("ds-1", "baseline")
 
 
@@ -249,3 +251,60 @@ async def test_run_item_of_a_deleted_dataset_item_has_no_expected_output(
     (experiment,) = [e async for e in client.reads.list_experiments([Dataset("ds-1", "bench")], since=at(0))]
     (item,) = [i async for i in client.reads.list_experiment_items(experiment, since=at(0))]
     assert item.expected_output is None and item.input is None and item.trace_id == "trace-1"
+
+
+async def test_runs_are_listed_newest_first_until_past_since_and_tracked_runs_however_old(
+    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    """Finding 4: a v3 run's updatedAt is its createdAt; a run still receiving items is found by tracking."""
+    runs = [f.v3_dataset_run(f"run-{n}", f"r{n}", "ds-1", "bench", at(-1000 * n)) for n in range(8)]
+    v3.runs["bench"] = runs
+    v3.run_items = [f.v3_dataset_run_item("ri-5", runs[5], "item-1", "trace-5", at(100))]  # old run, new item
+    client = make_client(ApiGeneration.V3, page_size=2)
+    dataset = Dataset("ds-1", "bench")
+    recent = [e.id async for e in client.reads.list_experiments([dataset], since=at(-1500))]
+    assert recent == ["run-0", "run-1"]
+    assert len(fake.calls_to("GET", "/api/public/datasets/{datasetName}/runs")) == 2  # not all 4 pages
+
+    fake.calls.clear()
+    listed = [e async for e in client.reads.list_experiments([dataset], since=at(-1500), tracked={"run-5"})]
+    assert [(e.id, e.item_count, e.start_time) for e in listed] == [
+        ("run-0", 0, at(0)),
+        ("run-1", 0, at(-1000)),
+        ("run-5", 1, at(-5000)),  # created long before since, still tracked: listed with its count
+    ]
+    assert len(fake.calls_to("GET", "/api/public/datasets/{datasetName}/runs")) == 3  # stops once run-5 met
+    (item,) = [i async for i in client.reads.list_experiment_items(listed[2], since=at(-1500))]
+    assert item.trace_id == "trace-5"
+
+
+async def test_langfuse_2_run_items_come_with_the_run_and_items_lack_media_references(
+    fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    """2.95: ``/dataset-run-items`` answers 405; ``/dataset-items/{id}`` has no mediaReferences."""
+    from tests.langfuse.fake import V2Server
+    from trace_scorer.langfuse.server import ServerCapabilities
+
+    v2 = V2Server(fake)
+    v2.add_dataset("ds-1", "bench")
+    v2.add_dataset_item(f.dataset_item("item-1", "ds-1", "bench", input={"q": 1}, expected_output={"a": 2}))
+    run = f.v3_dataset_run("run-a", "nightly/1", "ds-1", "bench", at(10))
+    v2.runs["bench"] = [run]
+    v2.run_items = [
+        f.v3_dataset_run_item("ri-1", run, "item-1", "trace-1", at(11)),
+        f.v3_dataset_run_item("ri-2", run, "item-1", "trace-2", at(12)),
+    ]
+    client = make_client(ApiGeneration.V3, version="2.95.12")
+    reads: Any = client.reads
+    reads.capabilities = ServerCapabilities.from_version("2.95.12")  # what the client passes on connect
+    dataset = await client.reads.get_dataset("bench")
+    (experiment,) = [e async for e in client.reads.list_experiments([dataset], since=at(0))]
+    assert experiment.item_count == 2
+    items = [i async for i in client.reads.list_experiment_items(experiment, since=at(0))]
+    assert [(i.trace_id, i.expected_output, i.input) for i in items] == [
+        ("trace-1", {"a": 2}, {"q": 1}),
+        ("trace-2", {"a": 2}, {"q": 1}),
+    ]
+    assert not fake.calls_to("GET", "/api/public/dataset-run-items")
+    (call,) = fake.calls_to("GET", "/api/public/datasets/{datasetName}/runs/{runName}")  # counted and read once
+    assert call.request.url.raw_path.decode() == "/api/public/datasets/bench/runs/nightly%2F1"

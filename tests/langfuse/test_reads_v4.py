@@ -282,9 +282,8 @@ async def test_experiments_then_items_give_trace_output_and_expected_output(
             output="5",
             omit_expected_output=True,
         ),
-        f.experiment_item(
-            "root-3", "trace-3", "exp-1", "baseline", "item-2", at(30), output="4", omit_expected_output=True
-        ),
+        # As real servers send an item whose runner recorded no expected output: "" (joined too).
+        f.experiment_item("root-3", "trace-3", "exp-1", "baseline", "item-2", at(30), output="4"),
         f.experiment_item("root-4", "trace-4", "exp-other", "other", "item-9", at(40), dataset_id="ds-other"),
     ]
     client = make_client(ApiGeneration.V4)
@@ -302,10 +301,38 @@ async def test_experiments_then_items_give_trace_output_and_expected_output(
     first = next(i for i in items if i.trace_id == "trace-1")
     assert (first.experiment_id, first.observation_id, first.dataset_id) == ("exp-1", "root-1", "ds-1")
     assert first.item_metadata == {"topic": "math"} and first.start_time == at(10)
+    assert first.input == {"q": "1+1"}  # sent as a raw JSON string, read as JSON
     # The missing expected output cost one dataset-item request, cached for the second item.
     assert len(fake.calls_to("GET", "/api/public/dataset-items/{id}")) == 1
     limits = {c.request.url.params["limit"] for c in fake.calls_to("GET", "/api/public/experiment-items")}
     assert limits == {"100"}  # the endpoint's maximum, though page_size is 1000
+
+
+async def test_experiment_items_as_real_servers_send_them_raw_strings_and_empty_expected_output(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    """Finding 5: ``expectedOutput`` is always sent, a raw string, ``""`` when the runner sent none."""
+    v4.add_dataset_item(f.dataset_item("item-1", "ds-1", "bench", input={"q": "1+1"}, expected_output="2"))
+    v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
+    row = f.experiment_item("root-1", "trace-1", "exp-1", "run", "item-1", at(1), output='{"answer": "2"}')
+    assert row["expectedOutput"] == "" and row["input"] is None
+    v4.items = [
+        row,
+        f.experiment_item("root-2", "trace-2", "exp-1", "run", "item-1", at(2), expected_output="plain text"),
+        f.experiment_item("root-3", "trace-3", "exp-1", "run", "item-1", at(3), expected_output=["a", 1]),
+        f.experiment_item("root-4", "trace-4", "exp-1", "run", "item-gone", at(4), output="not {json"),
+        f.experiment_item("root-5", "trace-5", "exp-1", "run", "item-1", at(5), expected_output='"quoted"'),
+    ]
+    client = make_client(ApiGeneration.V4)
+    (experiment,) = [e async for e in client.reads.list_experiments([Dataset("ds-1", "bench")], since=at(0))]
+    items = {i.trace_id: i async for i in client.reads.list_experiment_items(experiment, since=at(0))}
+    joined = items["trace-1"]
+    assert (joined.expected_output, joined.input, joined.output) == ("2", {"q": "1+1"}, {"answer": "2"})
+    assert items["trace-2"].expected_output == "plain text"  # not JSON: stays a string
+    assert items["trace-3"].expected_output == ["a", 1]
+    assert items["trace-4"].expected_output is None and items["trace-4"].output == "not {json"  # item deleted
+    assert items["trace-5"].expected_output == "quoted"
+    assert len(fake.calls_to("GET", "/api/public/dataset-items/{id}")) == 2  # item-1 once (cached), item-gone
 
 
 async def test_experiment_items_follow_the_cursor(
@@ -313,13 +340,13 @@ async def test_experiment_items_follow_the_cursor(
 ) -> None:
     v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
     v4.items = [
-        f.experiment_item(f"root-{n}", f"trace-{n}", "exp-1", "run", f"item-{n}", at(n), expected_output=n)
+        f.experiment_item(f"root-{n}", f"trace-{n}", "exp-1", "run", f"item-{n}", at(n), expected_output=[n])
         for n in range(7)
     ]
     client = make_client(ApiGeneration.V4, page_size=3)
     (experiment,) = [e async for e in client.reads.list_experiments([Dataset("ds-1", "bench")], since=at(0))]
     items = [i async for i in client.reads.list_experiment_items(experiment, since=at(0))]
-    assert sorted(i.expected_output for i in items) == list(range(7))
+    assert sorted(i.expected_output[0] for i in items) == list(range(7))
     assert len(fake.calls_to("GET", "/api/public/experiment-items")) == 3
 
 

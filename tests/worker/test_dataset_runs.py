@@ -281,3 +281,73 @@ async def test_runs_chosen_by_name_pattern_or_list(harness: MakeHarness, v4: V4S
     context = await listed.open()
     await listed.tick(context, "listed")
     assert {s["traceId"] for s in v4.scores.values()} == {"exp-adhoc-item-tokyo"}
+
+
+def add_v3_item(v3: V3Server, run: dict[str, Any], index: int, item_id: str, t: datetime) -> None:
+    trace_id = f"{run['id']}-{item_id}-{index}"
+    v3.add_trace(v3_agent_trace(trace_id, t, CITIES[item_id]))
+    v3.run_items.append(f.v3_dataset_run_item(f"ri-{index}", run, item_id, trace_id, t))
+
+
+async def test_v3_run_keeps_being_scored_after_lookback_since_its_creation(
+    harness: MakeHarness, v3: V3Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    """Finding 4: a v3 run's updatedAt never moves; items arriving after lookback are still scored."""
+    v3.add_dataset("ds-1", "agent-bench")
+    for item_id, city in CITIES.items():
+        v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=expected(city)))
+    created = clock.now() - timedelta(minutes=30)
+    run = f.v3_dataset_run("run-1", "long", "ds-1", "agent-bench", created)  # updatedAt == createdAt
+    v3.runs["agent-bench"] = [run]
+    add_v3_item(v3, run, 0, "item-tokyo", created + timedelta(minutes=1))
+    h = await harness(bench_target(lookback="1h"))
+    context = await h.open()
+    assert (await h.tick(context, "bench")).scored == 1
+
+    full_reads = len(fake.calls_to("GET", "/api/public/dataset-run-items"))
+    clock.elapsed += 120
+    report = await h.tick(context, "bench")  # nothing new: one count request, no item read, nothing scored
+    assert report.scored == 0 and len(fake.calls_to("GET", "/api/public/dataset-run-items")) == full_reads + 1
+
+    for step in range(1, 4):  # 40, 80, 120 minutes later: the run was created well before the lookback
+        clock.elapsed += 40 * 60
+        add_v3_item(v3, run, step, "item-paris", clock.now() - timedelta(seconds=30))
+        report = await h.tick(context, "bench")
+        assert report.scored == 1, f"item {step} not scored"
+    scored = {s["traceId"] for s in v3.scores.values() if s.get("traceId")}
+    assert len(scored) == 4
+    clock.elapsed += 301
+    assert (await h.tick(context, "bench")).runs_posted == 1  # quiet since the last item, not since creation
+    run_level = {s["name"]: s for s in v3.scores.values() if s.get("datasetRunId") == "run-1"}
+    assert run_level["tool_call_accuracy"]["comment"] == "mean of 4 samples"
+
+
+async def test_no_run_level_scores_on_servers_without_dataset_run_scores(
+    harness: MakeHarness, v3: V3Server, clock: FakeClock
+) -> None:
+    """2.x requires a traceId on every score: run-level scores are not posted, and the log says so."""
+    import structlog
+
+    from trace_scorer.langfuse.server import ServerCapabilities
+
+    v3.add_dataset("ds-1", "agent-bench")
+    for item_id, city in CITIES.items():
+        v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=expected(city)))
+    start = clock.now() - timedelta(minutes=30)
+    run = f.v3_dataset_run("run-1", "baseline", "ds-1", "agent-bench", start)
+    v3.runs["agent-bench"] = [run]
+    for index, item_id in enumerate(CITIES):
+        add_v3_item(v3, run, index, item_id, start + timedelta(seconds=index))
+    h = await harness(bench_target())
+    context = await h.open()
+    context.client.capabilities = ServerCapabilities.from_version("2.95.12")
+    with structlog.testing.capture_logs() as logs:
+        assert (await h.tick(context, "bench")).scored == 3
+        for _ in range(3):
+            clock.elapsed += 301
+            assert (await h.tick(context, "bench")).runs_posted == 0
+    assert not [s for s in v3.scores.values() if s.get("datasetRunId")]
+    assert len([s for s in v3.scores.values() if s.get("traceId")]) == 3 * 3  # per-item scores are posted
+    warnings = [e for e in logs if e["event"] == "run_scores_not_posted"]
+    assert len(warnings) == 1 and "datasetRunId" in warnings[0]["reason"] and warnings[0]["target"] == "bench"
+    assert not [e for e in logs if e["event"] == "run_scored"]

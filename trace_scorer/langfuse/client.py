@@ -262,7 +262,13 @@ class LangfuseClient:
                 expand_metadata=self._expand_metadata,
             )
         else:
-            self._reads = V3Reader(transport=self.transport, api=self.api, settings=self.settings, items=self._items)
+            self._reads = V3Reader(
+                transport=self.transport,
+                api=self.api,
+                settings=self.settings,
+                items=self._items,
+                capabilities=self.capabilities,
+            )
         self._poster = ScorePoster(
             transport=self.transport,
             settings=self.settings,
@@ -270,6 +276,8 @@ class LangfuseClient:
             server_version=self.capabilities.describe(),
         )
         self._poster.configs = self.configs
+        self._poster.exclusive_ranges = self.capabilities.config_ranges_exclusive
+        self.score_configs.capabilities = self.capabilities
 
     def _score_posting(self) -> ScorePosting:
         """``langfuse.score_posting`` if set, else what the server's version supports."""

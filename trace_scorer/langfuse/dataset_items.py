@@ -1,4 +1,9 @@
-"""Datasets by name and dataset items by id, cached: many runs of one dataset share them (pass@k)."""
+"""Datasets by name and dataset items by id, cached: many runs of one dataset share them (pass@k).
+
+Both are read as plain JSON (not through the ``langfuse`` package's models): only the fields the worker
+needs are read, and a field a server does not send is not a failure (2.x sends no ``mediaReferences``,
+which the package's ``DatasetItem`` requires).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from langfuse.api import AsyncLangfuseAPI
 
 from trace_scorer.langfuse.clock import Clock
 from trace_scorer.langfuse.endpoints import DATASET_GET, DATASET_ITEM_GET
-from trace_scorer.langfuse.errors import LangfuseNotFoundError
+from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
 from trace_scorer.langfuse.transport import Transport
 from trace_scorer.langfuse.types import Dataset
 
@@ -21,7 +26,7 @@ MAX_ITEMS_PER_DATASET = 20_000
 
 
 class DatasetsByName:
-    """``GET /api/public/v2/datasets/{name}`` once per name (both API generations have it)."""
+    """``GET /api/public/v2/datasets/{name}`` once per name (every server generation has it, 2.x too)."""
 
     def __init__(self, transport: Transport, api: AsyncLangfuseAPI) -> None:
         self._transport = transport
@@ -30,11 +35,11 @@ class DatasetsByName:
 
     async def get(self, name: str) -> Dataset:
         if name not in self._datasets:
-            answer = await self._transport.call(
-                DATASET_GET,
-                lambda options: self._api.datasets.with_raw_response.get(quote(name, safe=""), request_options=options),
-            )
-            self._datasets[name] = Dataset(id=str(answer.body["id"]), name=str(answer.body["name"]))
+            answer = await self._transport.legacy(DATASET_GET, f"/api/public/v2/datasets/{quote(name, safe='')}")
+            body = answer.body
+            if not isinstance(body, Mapping) or not body.get("id"):
+                raise LangfuseResponseError(endpoint=DATASET_GET.label, detail="no dataset id in the answer")
+            self._datasets[name] = Dataset(id=str(body["id"]), name=str(body.get("name") or name))
         return self._datasets[name]
 
 
@@ -55,12 +60,11 @@ class DatasetItemCache:
         if hit is not None and now - hit[0] < ITEM_TTL_SECONDS:
             return hit[1]
         try:
-            answer = await self._transport.call(
-                DATASET_ITEM_GET,
-                lambda options: self._api.dataset_items.with_raw_response.get(
-                    quote(item_id, safe=""), request_options=options
-                ),
+            answer = await self._transport.legacy(
+                DATASET_ITEM_GET, f"/api/public/dataset-items/{quote(item_id, safe='')}"
             )
+            if not isinstance(answer.body, Mapping):
+                raise LangfuseResponseError(endpoint=DATASET_ITEM_GET.label, detail="the answer is not a JSON object")
             item: Mapping[str, Any] | None = answer.body
         except LangfuseNotFoundError:
             item = None

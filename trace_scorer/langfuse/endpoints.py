@@ -39,6 +39,8 @@ TRACES_LIST = Endpoint("GET", "/api/public/traces", legacy=True)
 TRACE_GET = Endpoint("GET", "/api/public/traces/{traceId}", legacy=True)
 DATASET_RUNS = Endpoint("GET", "/api/public/datasets/{datasetName}/runs", legacy=True)
 DATASET_RUN_ITEMS = Endpoint("GET", "/api/public/dataset-run-items", legacy=True)
+#: One run with all its items (``datasetRunItems``): how 2.x serves a run's items (no ``/dataset-run-items``).
+DATASET_RUN = Endpoint("GET", "/api/public/datasets/{datasetName}/runs/{runName}", legacy=True)
 INGESTION = Endpoint("POST", "/api/public/ingestion", legacy=True)
 
 #: Used on both generations.
@@ -47,4 +49,6 @@ COMMON = (HEALTH, PROJECTS, SCORE_CONFIGS_LIST, SCORE_CONFIGS_CREATE, DATASET_GE
 V4_ONLY = (OBSERVATIONS_V2, EXPERIMENTS, EXPERIMENT_ITEMS, SCORES_CREATE)
 #: Used only against v3 servers.
 V3_ONLY = (TRACES_LIST, TRACE_GET, DATASET_RUNS, DATASET_RUN_ITEMS, INGESTION)
-ALL = COMMON + V4_ONLY + V3_ONLY
+#: Used only against 2.x servers (instead of ``DATASET_RUN_ITEMS``).
+V2_ONLY = (DATASET_RUN,)
+ALL = COMMON + V4_ONLY + V3_ONLY + V2_ONLY

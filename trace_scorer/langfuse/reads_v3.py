@@ -8,7 +8,8 @@ row ``t-<traceId>`` as Langfuse v4 makes of a legacy trace, then the observation
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -18,6 +19,7 @@ from langfuse.api import AsyncLangfuseAPI
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.dataset_items import DatasetItemCache, DatasetsByName
 from trace_scorer.langfuse.endpoints import (
+    DATASET_RUN,
     DATASET_RUN_ITEMS,
     DATASET_RUNS,
     TRACE_GET,
@@ -28,6 +30,7 @@ from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponse
 from trace_scorer.langfuse.filters import root_matches, v3_traces_query
 from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.rows import sort_rows, trace_root_from_row, v3_trace_root_row, v3_trace_rows
+from trace_scorer.langfuse.server import ServerCapabilities
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
@@ -44,11 +47,15 @@ LEGACY_MAX_LIMIT = 100
 #: ``metrics`` gives ``latency``, from which the root's end time is derived.
 TRACE_LIST_FIELDS = "core,io,metrics"
 TRACE_GET_FIELDS = "core,io,observations,metrics"
+#: A server of unknown version (the default until the client knows better).
+UNKNOWN_SERVER = ServerCapabilities(None)
 
 
 class V3Reader:
     #: Legacy ingestion shows a trace from its first event on (its end time comes later).
     rows_appear_at_end = False
+    #: A run's ``item_count`` is its total (not within a window): an unchanged count means no new item.
+    item_counts_are_totals = True
 
     def __init__(
         self,
@@ -57,22 +64,26 @@ class V3Reader:
         api: AsyncLangfuseAPI,
         settings: LangfuseSettings,
         items: DatasetItemCache,
+        capabilities: ServerCapabilities = UNKNOWN_SERVER,
     ) -> None:
+        self.capabilities = capabilities
         self._transport = transport
         self._api = api
         self._limit = min(settings.page_size, LEGACY_MAX_LIMIT)
         self._items = items
         self._datasets = DatasetsByName(transport, api)
+        #: Dataset names by id, as listed (2.x reads a run's items under its dataset's name).
+        self._dataset_names: dict[str, str] = {}
+        #: 2.x: the items that came with a run when it was counted, until they are read.
+        self._run_items: dict[str, list[Mapping[str, Any]]] = {}
 
     async def _pages(
         self, endpoint: Endpoint, path: str, params: Mapping[str, QueryValue]
-    ) -> AsyncIterator[list[Mapping[str, Any]]]:
+    ) -> AsyncGenerator[list[Mapping[str, Any]], None]:
         """Page through a page/limit endpoint until ``meta.totalPages`` (or an empty page)."""
         page = 1
         while True:
-            answer = await self._transport.legacy(
-                endpoint, path, params={**params, "page": page, "limit": self._limit}
-            )
+            answer = await self._transport.legacy(endpoint, path, params={**params, "page": page, "limit": self._limit})
             body = answer.body
             if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
                 raise LangfuseResponseError(endpoint=endpoint.label, detail="no data list in the answer")
@@ -85,9 +96,7 @@ class V3Reader:
 
     # --- traces ------------------------------------------------------------------------------
 
-    async def list_trace_roots(
-        self, window: TimeWindow, trace_filter: TraceFilter
-    ) -> AsyncIterator[TraceRoot]:
+    async def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
         """Traces with a timestamp in ``window`` that match the filter, oldest first, each once."""
         params: dict[str, QueryValue] = {
             **v3_traces_query(window, trace_filter),
@@ -128,63 +137,128 @@ class V3Reader:
         return await self._datasets.get(name)
 
     async def list_experiments(
-        self, datasets: Sequence[Dataset], since: datetime, until: datetime | None = None
+        self,
+        datasets: Sequence[Dataset],
+        since: datetime,
+        until: datetime | None = None,
+        *,
+        tracked: Collection[str] = (),
     ) -> AsyncIterator[Experiment]:
-        """The datasets' runs updated since ``since`` (and created before ``until``).
+        """The datasets' runs created in ``[since, until)``, and the ``tracked`` runs whenever created,
+        each with its total item count.
 
-        v3 reports no item activity per run: a run counts as active from its creation to its last
-        update (``updatedAt``); item counts are unknown (None).
+        A real v3 server writes a run's ``updatedAt`` once, at creation, and lists runs newest
+        (``createdAt``) first: nothing in the run list tells a run that still receives items. So runs
+        are listed newest first until one created before ``since`` comes, and further only while a
+        ``tracked`` run (one the caller still follows) has not been met. Each run's ``item_count`` is
+        its total number of items (one cheap request: ``limit=1``, ``meta.totalItems``); a caller reads
+        the items only when that count changed. ``end_time`` is None (v3 does not know it).
         """
+        missing = set(tracked)
         for dataset in {d.id: d for d in datasets}.values():
+            self._dataset_names[dataset.id] = dataset.name
             path = f"/api/public/datasets/{quote(dataset.name, safe='')}/runs"
-            async for page in self._pages(DATASET_RUNS, path, {}):
-                for run in page:
-                    created = parse_timestamp(str(run["createdAt"]))
-                    updated = parse_timestamp(str(run["updatedAt"]))
-                    if updated < since or (until is not None and created >= until):
-                        continue
-                    metadata = run.get("metadata")
-                    yield Experiment(
-                        id=str(run["id"]),
-                        name=str(run["name"]),
-                        dataset_id=str(run.get("datasetId") or dataset.id),
-                        start_time=created,
-                        end_time=updated,
-                        item_count=None,
-                        description=run.get("description"),
-                        metadata=metadata if isinstance(metadata, dict) else {},
-                    )
+            pages = self._pages(DATASET_RUNS, path, {})
+            try:
+                async for page in pages:
+                    past_since = False
+                    for run in page:
+                        run_id = str(run["id"])
+                        created = parse_timestamp(str(run["createdAt"]))
+                        past_since = past_since or created < since
+                        wanted = run_id in missing or created >= since
+                        missing.discard(run_id)
+                        if not wanted or (until is not None and created >= until):
+                            continue
+                        yield await self._experiment(dataset, run, created)
+                    if past_since and not missing:
+                        break
+            finally:
+                await pages.aclose()
 
-    async def list_experiment_items(
-        self, experiment: Experiment, since: datetime
-    ) -> AsyncIterator[ExperimentItem]:
-        """The run's items created since ``since``, joined to their dataset items (cached)."""
+    async def _experiment(self, dataset: Dataset, run: Mapping[str, Any], created: datetime) -> Experiment:
+        metadata = run.get("metadata")
+        experiment = Experiment(
+            id=str(run["id"]),
+            name=str(run["name"]),
+            dataset_id=str(run.get("datasetId") or dataset.id),
+            start_time=created,
+            end_time=None,
+            item_count=None,
+            description=run.get("description"),
+            metadata=metadata if isinstance(metadata, dict) else {},
+        )
+        return replace(experiment, item_count=await self._item_count(dataset.name, experiment))
+
+    async def _item_count(self, dataset_name: str, experiment: Experiment) -> int | None:
+        """The run's total number of items (2.x: its items are read and kept for the next call)."""
+        if self.capabilities.run_items_by_run_name:
+            items = await self._run_with_items(dataset_name, experiment.name)
+            self._run_items[experiment.id] = items
+            return len(items)
+        answer = await self._transport.legacy(
+            DATASET_RUN_ITEMS,
+            DATASET_RUN_ITEMS.path,
+            params={"datasetId": experiment.dataset_id, "runName": experiment.name, "page": 1, "limit": 1},
+        )
+        body = answer.body
+        total = (body.get("meta") or {}).get("totalItems") if isinstance(body, Mapping) else None
+        return total if isinstance(total, int) and not isinstance(total, bool) else None
+
+    async def _run_with_items(self, dataset_name: str, run_name: str) -> list[Mapping[str, Any]]:
+        """2.x: ``GET /datasets/{name}/runs/{runName}`` answers the run with all its items."""
+        path = f"/api/public/datasets/{quote(dataset_name, safe='')}/runs/{quote(run_name, safe='')}"
+        answer = await self._transport.legacy(DATASET_RUN, path)
+        body = answer.body
+        items = body.get("datasetRunItems") if isinstance(body, Mapping) else None
+        if not isinstance(items, list):
+            raise LangfuseResponseError(endpoint=DATASET_RUN.label, detail="no datasetRunItems list in the answer")
+        return [i for i in items if isinstance(i, Mapping)]
+
+    async def _run_item_rows(self, experiment: Experiment) -> AsyncIterator[Mapping[str, Any]]:
         if experiment.dataset_id is None:
             raise ValueError(f"dataset run {experiment.id} has no dataset id")
+        if self.capabilities.run_items_by_run_name:
+            items = self._run_items.pop(experiment.id, None)
+            if items is None:
+                dataset_name = self._dataset_names.get(experiment.dataset_id)
+                if dataset_name is None:
+                    raise ValueError(f"dataset run {experiment.id}: dataset {experiment.dataset_id} was not listed")
+                items = await self._run_with_items(dataset_name, experiment.name)
+            for item in items:
+                yield item
+            return
         params: dict[str, QueryValue] = {"datasetId": experiment.dataset_id, "runName": experiment.name}
-        seen: set[str] = set()
         async for page in self._pages(DATASET_RUN_ITEMS, DATASET_RUN_ITEMS.path, params):
-            for run_item in page:
-                created = parse_timestamp(str(run_item["createdAt"]))
-                if created < since or run_item["id"] in seen:
-                    continue
-                seen.add(run_item["id"])
-                item = await self._items.get(experiment.dataset_id, str(run_item["datasetItemId"]))
-                yield ExperimentItem(
-                    trace_id=str(run_item["traceId"]),
-                    observation_id=run_item.get("observationId"),
-                    experiment_id=str(run_item["datasetRunId"]),
-                    experiment_name=str(run_item["datasetRunName"]),
-                    dataset_item_id=str(run_item["datasetItemId"]),
-                    dataset_id=experiment.dataset_id,
-                    start_time=created,
-                    environment=None,
-                    input=item.get("input") if item is not None else None,
-                    output=None,
-                    expected_output=item.get("expectedOutput") if item is not None else None,
-                    metadata={},
-                    item_metadata=_mapping(item.get("metadata")) if item is not None else {},
-                )
+            for item in page:
+                yield item
+
+    async def list_experiment_items(self, experiment: Experiment, since: datetime) -> AsyncIterator[ExperimentItem]:
+        """The run's items created since ``since``, joined to their dataset items (cached)."""
+        seen: set[str] = set()
+        async for run_item in self._run_item_rows(experiment):
+            created = parse_timestamp(str(run_item["createdAt"]))
+            run_item_id = str(run_item.get("id") or "")
+            if created < since or run_item_id in seen:
+                continue
+            seen.add(run_item_id)
+            dataset_item_id = str(run_item["datasetItemId"])
+            item = await self._items.get(experiment.dataset_id, dataset_item_id)
+            yield ExperimentItem(
+                trace_id=str(run_item["traceId"]),
+                observation_id=run_item.get("observationId"),
+                experiment_id=str(run_item.get("datasetRunId") or experiment.id),
+                experiment_name=str(run_item.get("datasetRunName") or experiment.name),
+                dataset_item_id=dataset_item_id,
+                dataset_id=experiment.dataset_id,
+                start_time=created,
+                environment=None,
+                input=item.get("input") if item is not None else None,
+                output=None,
+                expected_output=item.get("expectedOutput") if item is not None else None,
+                metadata={},
+                item_metadata=_mapping(item.get("metadata")) if item is not None else {},
+            )
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -8,7 +8,8 @@ as the JSON Langfuse sent (input/output raw strings; fields of groups not reques
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -222,9 +223,16 @@ class V4Reader:
         return await self._datasets.get(name)
 
     async def list_experiments(
-        self, datasets: Sequence[Dataset], since: datetime, until: datetime | None = None
+        self,
+        datasets: Sequence[Dataset],
+        since: datetime,
+        until: datetime | None = None,
+        *,
+        tracked: Collection[str] = (),
     ) -> AsyncIterator[Experiment]:
-        """Experiments of these datasets with items started in ``[since, until)``, each once."""
+        """Experiments of these datasets with items started in ``[since, until)``, each once.
+
+        ``tracked`` is ignored: v4 finds experiments by their items' activity in the window."""
         if not datasets:
             return
         dataset_ids = ",".join(sorted({d.id for d in datasets}))
@@ -276,23 +284,36 @@ class V4Reader:
                 yield await self._experiment_item(row)
 
     async def _experiment_item(self, row: Mapping[str, Any]) -> ExperimentItem:
+        """One item row as an :class:`ExperimentItem`.
+
+        Real servers send ``input``, ``output`` and ``expectedOutput`` as raw strings, and always send
+        ``expectedOutput``: ``""`` when the runner recorded none. JSON strings are parsed (a string that is
+        not JSON stays a string). An ``expectedOutput`` that is ``""`` or absent is taken from the dataset
+        item (cached per dataset; a deleted item gives None); an explicit null is kept (no expected output).
+        """
         dataset_id = row.get("experimentDatasetId")
-        if "expectedOutput" in row:
-            expected = row["expectedOutput"]
-        else:
-            item = await self._items.get(dataset_id, str(row["experimentItemId"])) if dataset_id else None
+        raw_expected = row.get("expectedOutput", "")
+        input_value = _json_value(row.get("input"))
+        if isinstance(raw_expected, str) and raw_expected == "":
+            item_id = str(row["experimentItemId"])
+            item = await self._items.get(dataset_id, item_id) if dataset_id else None
+            # The dataset item's fields are JSON values already (not raw strings): taken as they are.
             expected = item.get("expectedOutput") if item is not None else None
+            if input_value in (None, "") and item is not None:
+                input_value = item.get("input")
+        else:
+            expected = _json_value(raw_expected)
         return ExperimentItem(
             trace_id=str(row["traceId"]),
             observation_id=str(row["id"]),
             experiment_id=str(row["experimentId"]),
-            experiment_name=str(row["experimentName"]),
+            experiment_name=str(row.get("experimentName") or ""),
             dataset_item_id=str(row["experimentItemId"]),
             dataset_id=dataset_id,
             start_time=parse_timestamp(str(row["startTime"])),
             environment=row.get("environment"),
-            input=row.get("input"),
-            output=row.get("output"),
+            input=input_value,
+            output=_json_value(row.get("output")),
             expected_output=expected,
             metadata=_mapping(row.get("metadata")),
             item_metadata=_mapping(row.get("experimentItemMetadata")),
@@ -315,3 +336,17 @@ def _experiment(row: Mapping[str, Any]) -> Experiment:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _json_value(value: Any) -> Any:
+    """A raw string as the JSON object, list or string it holds; anything else as it is.
+
+    A string that is not JSON stays a string, and so does one holding a JSON number, boolean or null
+    (``"2"`` is as likely the text ``2`` as the number, and ``"null"`` must not read as "absent")."""
+    if not isinstance(value, str) or value.strip()[:1] not in ("{", "[", '"'):
+        return value
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, dict | list | str) else value

@@ -3,24 +3,37 @@
 Creating a config is not idempotent (no client-chosen id), so a create that timed out or failed with
 5xx is never blindly resent: the configs are listed again first, and the create repeated only if the
 config still does not exist.
+
+Langfuse does not keep names unique and lists configs newest first. Of several active configs of one
+name the *oldest* is used (``createdAt``, then id), whatever the list order; after creating one, the
+configs are listed again and the oldest active one of that name used, so replicas that raced to create
+it end up on the same config. Lists and creates are read as plain JSON (only the fields needed).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 from langfuse.api import AsyncLangfuseAPI
-from langfuse.api.commons.types.config_category import ConfigCategory as ApiConfigCategory
+from langfuse.api.core.api_error import ApiError
 from langfuse.api.core.http_response import AsyncHttpResponse
 from langfuse.api.core.request_options import RequestOptions
 
 from trace_scorer.config.common import SCORE_NAME_PATTERN, ConfigError
 from trace_scorer.langfuse.endpoints import SCORE_CONFIGS_CREATE, SCORE_CONFIGS_LIST
-from trace_scorer.langfuse.errors import LangfuseError, LangfuseHTTPError, LangfuseTransportError
+from trace_scorer.langfuse.errors import (
+    LangfuseError,
+    LangfuseHTTPError,
+    LangfuseResponseError,
+    LangfuseTransportError,
+)
+from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.retry import RetryPolicy
+from trace_scorer.langfuse.server import ServerCapabilities
 from trace_scorer.langfuse.transport import Transport
 from trace_scorer.langfuse.types import ConfigCategory, ScoreConfig, ScoreConfigSpec
 
@@ -28,6 +41,10 @@ log = structlog.get_logger(__name__)
 
 #: Page size when listing configs (the endpoint pages with page/limit).
 LIST_LIMIT = 100
+#: A server of unknown version (the default until the client knows better).
+UNKNOWN_SERVER = ServerCapabilities(None)
+#: Sorts a config without a readable ``createdAt`` after every dated one.
+_UNDATED = datetime.max.replace(tzinfo=UTC)
 
 
 def score_config_from_json(body: Mapping[str, Any]) -> ScoreConfig:
@@ -46,24 +63,47 @@ def score_config_from_json(body: Mapping[str, Any]) -> ScoreConfig:
     )
 
 
+def _created(body: Mapping[str, Any]) -> datetime:
+    try:
+        return parse_timestamp(str(body["createdAt"]))
+    except (KeyError, ValueError):
+        return _UNDATED
+
+
 class ScoreConfigs:
-    def __init__(self, *, transport: Transport, api: AsyncLangfuseAPI, policy: RetryPolicy) -> None:
+    def __init__(
+        self,
+        *,
+        transport: Transport,
+        api: AsyncLangfuseAPI,
+        policy: RetryPolicy,
+        capabilities: ServerCapabilities = UNKNOWN_SERVER,
+    ) -> None:
         self._transport = transport
         self._api = api
         self._policy = policy
+        #: What the server can do (2.x: ranges are exclusive, so configs are created without one).
+        self.capabilities = capabilities
 
     async def list(self) -> list[ScoreConfig]:
-        """Every score config of the project, archived ones included, in Langfuse's order."""
-        configs: list[ScoreConfig] = []
+        """Every score config of the project, archived ones included, oldest first (``createdAt``, id)."""
+        bodies: list[Mapping[str, Any]] = []
         page = 1
         while True:
-            answer = await self._transport.call(SCORE_CONFIGS_LIST, functools.partial(self._send_list, page))
-            data = answer.body.get("data") or []
-            configs += [score_config_from_json(c) for c in data]
-            total_pages = (answer.body.get("meta") or {}).get("totalPages")
-            if not data or not isinstance(total_pages, int) or page >= total_pages:
-                return configs
+            answer = await self._transport.legacy(
+                SCORE_CONFIGS_LIST, SCORE_CONFIGS_LIST.path, params={"page": page, "limit": LIST_LIMIT}
+            )
+            body = answer.body
+            if not isinstance(body, Mapping) or not isinstance(body.get("data") or [], list):
+                raise LangfuseResponseError(endpoint=SCORE_CONFIGS_LIST.label, detail="no data list in the answer")
+            data = [c for c in body.get("data") or [] if isinstance(c, Mapping) and c.get("id") and c.get("name")]
+            bodies += data
+            total_pages = (body.get("meta") or {}).get("totalPages")
+            if not body.get("data") or not isinstance(total_pages, int) or page >= total_pages:
+                break
             page += 1
+        unique = {str(b["id"]): b for b in bodies}.values()  # offset paging may repeat one
+        return [score_config_from_json(b) for b in sorted(unique, key=lambda b: (_created(b), str(b["id"])))]
 
     async def ensure(self, specs: Sequence[ScoreConfigSpec]) -> dict[str, ScoreConfig]:
         """name → config for every spec: the existing active config, or a newly created one.
@@ -88,54 +128,86 @@ class ScoreConfigs:
                     data_type=config.data_type,
                 )
             else:
-                _check_compatible(spec, config)
+                self._check_compatible(spec, config)
             result[spec.name] = config
         return result
 
     async def _create(self, spec: ScoreConfigSpec) -> ScoreConfig:
         first = True
 
+        async def listed() -> ScoreConfig | None:
+            try:
+                existing = await self.list()
+            except (LangfuseHTTPError, LangfuseTransportError) as error:
+                # Already retried on its own: do not multiply the attempts by retrying the create too.
+                raise LangfuseError(f"could not check whether score config {spec.name!r} exists: {error}") from error
+            return _active_by_name(existing).get(spec.name)
+
         async def look_then_create() -> ScoreConfig:
             nonlocal first
             if not first:
-                try:
-                    existing = await self.list()
-                except (LangfuseHTTPError, LangfuseTransportError) as error:
-                    # Already retried on its own: do not multiply the attempts by retrying the create too.
-                    raise LangfuseError(
-                        f"could not check whether score config {spec.name!r} exists: {error}"
-                    ) from error
-                found = _active_by_name(existing).get(spec.name)
+                found = await listed()
                 if found is not None:
                     return found
             first = False
             send = functools.partial(self._send_create, spec)
             answer = await self._transport.call(SCORE_CONFIGS_CREATE, send, retry=False)
-            return score_config_from_json(answer.body)
+            created = score_config_from_json(answer.body) if _readable(answer.body) else None
+            # Another replica may have created one too: everybody uses the oldest active one.
+            chosen = await listed()
+            if chosen is not None:
+                return chosen
+            if created is None:
+                raise LangfuseResponseError(
+                    endpoint=SCORE_CONFIGS_CREATE.label, detail=f"score config {spec.name!r} created but not listed"
+                )
+            return created
 
         return await self._policy.run(SCORE_CONFIGS_CREATE.label, look_then_create)
 
-    async def _send_list(self, page: int, options: RequestOptions) -> AsyncHttpResponse[Any]:
-        response: AsyncHttpResponse[Any] = await self._api.score_configs.with_raw_response.get(
-            page=page, limit=LIST_LIMIT, request_options=options
-        )
-        return response
+    def create_body(self, spec: ScoreConfigSpec) -> dict[str, Any]:
+        """The create request's JSON. On servers with exclusive ranges (2.x) NUMERIC configs get no
+        range: a 0..1 config there would reject exactly 0 and 1, the commonest scores."""
+        body: dict[str, Any] = {"name": spec.name, "dataType": spec.data_type}
+        if spec.data_type == "NUMERIC" and not self.capabilities.config_ranges_exclusive:
+            if spec.min_value is not None:
+                body["minValue"] = spec.min_value
+            if spec.max_value is not None:
+                body["maxValue"] = spec.max_value
+        if spec.data_type == "CATEGORICAL":
+            body["categories"] = [{"value": c.value, "label": c.label} for c in spec.categories]
+        if spec.description is not None:
+            body["description"] = spec.description
+        return body
 
     async def _send_create(self, spec: ScoreConfigSpec, options: RequestOptions) -> AsyncHttpResponse[Any]:
-        kwargs: dict[str, Any] = {}
-        if spec.data_type == "NUMERIC":
-            if spec.min_value is not None:
-                kwargs["min_value"] = spec.min_value
-            if spec.max_value is not None:
-                kwargs["max_value"] = spec.max_value
-        if spec.data_type == "CATEGORICAL":
-            kwargs["categories"] = [ApiConfigCategory(value=c.value, label=c.label) for c in spec.categories]
-        if spec.description is not None:
-            kwargs["description"] = spec.description
-        response: AsyncHttpResponse[Any] = await self._api.score_configs.with_raw_response.create(
-            name=spec.name, data_type=spec.data_type, request_options=options, **kwargs
+        """``POST /score-configs`` through the generated client's HTTP client, without its model: the
+        answer is read as plain JSON (the transport reads ``_response``), errors raised as it raises them."""
+        http = self._api.score_configs.with_raw_response._client_wrapper.httpx_client
+        response = await http.request(
+            SCORE_CONFIGS_CREATE.path.lstrip("/"), method="POST", json=self.create_body(spec), request_options=options
         )
-        return response
+        if not response.is_success:
+            try:
+                body: Any = response.json()
+            except ValueError:
+                body = response.text
+            raise ApiError(status_code=response.status_code, headers=dict(response.headers), body=body)
+        return AsyncHttpResponse(response=response, data=None)
+
+    def _check_compatible(self, spec: ScoreConfigSpec, config: ScoreConfig) -> None:
+        if (
+            self.capabilities.config_ranges_exclusive
+            and spec.data_type == "NUMERIC"
+            and config.data_type == "NUMERIC"
+            and (config.min_value, config.max_value) == (None, None)
+        ):
+            return  # created without a range on purpose (see create_body)
+        _check_compatible(spec, config)
+
+
+def _readable(body: Any) -> bool:
+    return isinstance(body, Mapping) and bool(body.get("id")) and bool(body.get("name")) and "dataType" in body
 
 
 def _unique_specs(specs: Sequence[ScoreConfigSpec]) -> dict[str, ScoreConfigSpec]:
@@ -155,7 +227,7 @@ def _unique_specs(specs: Sequence[ScoreConfigSpec]) -> dict[str, ScoreConfigSpec
 
 
 def _active_by_name(configs: Sequence[ScoreConfig]) -> dict[str, ScoreConfig]:
-    """The first active (not archived) config of each name."""
+    """The first active (not archived) config of each name: the oldest, as :meth:`ScoreConfigs.list` sorts."""
     active: dict[str, ScoreConfig] = {}
     for config in configs:
         if not config.is_archived:

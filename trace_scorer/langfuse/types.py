@@ -9,7 +9,7 @@ format, whichever generation the rows came from.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -120,7 +120,7 @@ class Experiment:
     """A dataset run (v3) / experiment (v4). ``id`` is what scores use as ``datasetRunId``.
 
     v4 reports ``start_time``/``end_time``/``item_count`` within the queried window only; v3 reports
-    the run's creation and last update, and no item count (None).
+    the run's creation, no end time (None), and the run's *total* item count.
     """
 
     id: str
@@ -299,9 +299,18 @@ class LangfuseReads(Protocol):
     async def get_dataset(self, name: str) -> Dataset: ...
 
     def list_experiments(
-        self, datasets: Sequence[Dataset], since: datetime, until: datetime | None = None
+        self,
+        datasets: Sequence[Dataset],
+        since: datetime,
+        until: datetime | None = None,
+        *,
+        tracked: Collection[str] = (),
     ) -> AsyncIterator[Experiment]:
-        """Experiments (dataset runs) of these datasets with activity since ``since``."""
+        """Experiments (dataset runs) of these datasets with activity since ``since``.
+
+        ``tracked``: ids of runs the caller still follows; v3 lists them too however old they are (v3
+        cannot tell a run's activity, see ``reads_v3``); v4 reports activity itself and ignores them.
+        """
         ...
 
     def list_experiment_items(self, experiment: Experiment, since: datetime) -> AsyncIterator[ExperimentItem]:

@@ -66,6 +66,10 @@ class DatasetRunSource(SourceBase):
         super().__init__(target, settings, client, state, scorer)
         self._datasets: list[Dataset] | None = None
         self._pattern = re.compile(target.run_name_pattern) if target.run_name_pattern else None
+        #: Run id → its total item count when its items were last read by this process (v3: an
+        #: unchanged total means no new item, and the items are not read again).
+        self._read_counts: dict[str, int] = {}
+        self._warned_run_scores = False
 
     def selected(self, experiment: Experiment) -> bool:
         if self.target.run_names is not None and experiment.name not in self.target.run_names:
@@ -81,16 +85,38 @@ class DatasetRunSource(SourceBase):
         report = TickReport(self.target.name)
         since = since or now - timedelta(seconds=self.target.effective_lookback)
         report.window = f"experiments since {since.isoformat()}"
+        # Runs seen that changed within lookback stay followed: a v3 run is listed by creation only.
+        tracked = self.state.runs_changed_since(self.target.name, since)
         experiments = [
-            e async for e in self.client.reads.list_experiments(await self.datasets(), since) if self.selected(e)
+            e
+            async for e in self.client.reads.list_experiments(await self.datasets(), since, tracked=tracked)
+            if self.selected(e)
         ]
+        retry_due = bool(self.state.due_failures(self.target.name, now, limit=1))
         for experiment in experiments:
             if stop.is_set():
                 return report
+            if self._unchanged(experiment) and not retry_due:
+                report.skipped["run unchanged"] += 1
+                continue
             await self._score_items(experiment, since, now, report, stop)
         if not stop.is_set():
             await self._post_groups(experiments, now, report)
         return report
+
+    def _totals(self, experiment: Experiment) -> int | None:
+        """The run's total item count when the reader reports totals (v3), else None."""
+        if getattr(self.client.reads, "item_counts_are_totals", False) and experiment.item_count is not None:
+            return experiment.item_count
+        return None
+
+    def _unchanged(self, experiment: Experiment) -> bool:
+        """v3: the run's total is what it was when this process last read its items (nothing new).
+
+        Only counts read by this process count: after a restart (maybe a new configuration) every
+        followed run is read once again."""
+        total = self._totals(experiment)
+        return total is not None and self._read_counts.get(experiment.id) == total
 
     async def _score_items(
         self, experiment: Experiment, since: datetime, now: datetime, report: TickReport, stop: asyncio.Event
@@ -99,7 +125,9 @@ class DatasetRunSource(SourceBase):
         self.scorer.progress()
         report.seen += len(items)
         self.scorer.telemetry.traces_seen(self.target.name, len(items))
-        self.state.see_run(self.target.name, experiment.id, len(items), now)
+        # The quiet period runs from the last change the worker saw: v3 totals, v4 items in the window.
+        total = self._totals(experiment)
+        self.state.see_run(self.target.name, experiment.id, len(items) if total is None else total, now)
         known = self.state.scored_hashes(self.target.name, [i.trace_id for i in items])
         failed = self.state.failed_subjects(self.target.name, [i.trace_id for i in items])
         due = {f.subject for f in self.state.due_failures(self.target.name, now, limit=100_000)}
@@ -114,6 +142,8 @@ class DatasetRunSource(SourceBase):
             if stop.is_set():
                 return
             await self._score_batch(experiment, todo[start : start + self.batch_size], now, report)
+        if total is not None:
+            self._read_counts[experiment.id] = total  # every item read was handled: skip until it changes
 
     def _root(self, item: ExperimentItem) -> TraceRoot:
         """What the trace fetch needs: the trace id and the time span its rows are in."""
@@ -178,6 +208,22 @@ class DatasetRunSource(SourceBase):
             else:
                 await self._post_group(key, members, runs, report)
 
+    def _run_scores_possible(self) -> bool:
+        """False on servers that cannot store scores on a dataset run (2.x: no ``datasetRunId``)."""
+        return self.client.capabilities.run_scores
+
+    def _warn_no_run_scores(self) -> None:
+        if self._warned_run_scores:
+            return
+        self._warned_run_scores = True
+        log.warning(
+            "run_scores_not_posted",
+            target=self.target.name,
+            server_version=self.client.capabilities.describe(),
+            reason="this Langfuse version cannot store scores on a dataset run (no datasetRunId; it requires "
+            "a traceId): run-level means, group metrics and KPIs are not posted; per-item scores are",
+        )
+
     async def _post_group(
         self, key: str, members: Sequence[Experiment], runs: dict[str, RunState], report: TickReport
     ) -> None:
@@ -185,6 +231,9 @@ class DatasetRunSource(SourceBase):
         signature = hashlib.sha256(json.dumps([self.scorer.plan.config_hash, counts]).encode()).hexdigest()[:16]
         if all(run.posted_hash == signature for run in runs.values()):
             return  # posted already for these items and this configuration
+        if not self._run_scores_possible():
+            self._warn_no_run_scores()
+            return
         results = [
             SampleResult(
                 Sample(id=stored.subject, trace_id=stored.subject, item_id=stored.item_id, run_id=e.id),
@@ -201,11 +250,13 @@ class DatasetRunSource(SourceBase):
             posts += scores_to_post(
                 self.scorer.plan, group.outcomes, ScoreSubject.run(experiment.id), runs[experiment.id].first_seen
             )
+        accepted = rejected = 0
         if posts:
             delivery = await self.client.post_scores(posts)
             self.scorer.count_delivery(delivery, report)
             if not delivery.complete:
                 raise LangfuseUnavailable(f"run-level scores of {key} undelivered: {'; '.join(delivery.errors[-3:])}")
+            accepted, rejected = len(delivery.accepted), len(delivery.rejected)
         for experiment in members:
             self.state.set_run_posted(self.target.name, experiment.id, signature)
         report.runs_posted += len(members)
@@ -215,5 +266,6 @@ class DatasetRunSource(SourceBase):
             group=key,
             runs=[e.name for e in members],
             traces=len(results),
-            scores=len(posts),
+            scores=accepted,
+            rejected=rejected,
         )
