@@ -50,7 +50,7 @@ def meta(values: dict[str, Any]) -> dict[str, str]:
 
 
 #: Observation keys that can be a trace's root (the agent's own root, the SDK's experiment spans).
-_ROOT_KEYS = frozenset({"root", "xrun", "xtask"})
+_ROOT_KEYS = frozenset({"root", "root2", "xrun", "xtask"})
 
 
 class RowBuilder:

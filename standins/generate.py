@@ -12,7 +12,12 @@ rendered lazily the same way.
 *visible* once its event has happened plus ``ingest_lag`` (and ``late_delay`` for the late rows): the
 row written at an observation's start (no output, no end time) from ``start + lag``, the finished row
 from ``end + lag``. An observation marked *duplicate* is returned as both rows once finished, as Langfuse
-does until ClickHouse merges them.
+does until ClickHouse merges them. With ``span_end_visibility`` (v4: OTel SDKs export a span when it ends)
+there is no started row: a row is visible from ``end + export_delay``, a duplicate is the finished row twice.
+
+**Shapes.** ``Scenario.trace_duration`` stretches each production trace to a drawn duration (e.g. 1–20
+minutes; ``Corpus.max_duration`` follows, so window scans stay correct); ``multi_root_rate`` gives some
+production traces a second parentless span (two ``isRootObservation`` rows, :meth:`Corpus.root_records`).
 
 Usage::
 
@@ -128,6 +133,13 @@ class Scenario:
     #: Share of non-root observations that arrive late, and how much later (seconds).
     late_rate: float = 0.0
     late_delay: float = 0.0
+    #: (min, max) seconds a production trace lasts, drawn per trace (its rows stretched to fit); None:
+    #: as rendered (under a minute). E.g. ``(60, 1200)`` with ``spacing=7.2, traces=1000``: traces of
+    #: 1–20 minutes over a 2-hour backlog.
+    trace_duration: tuple[float, float] | None = None
+    #: Share of production traces with a second parentless span (same traceId, starting later than the
+    #: main root and shorter): two rows with ``isRootObservation: true`` (finding 8).
+    multi_root_rate: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = set(self.formats) - set(RENDERERS)
@@ -141,6 +153,10 @@ class Scenario:
             raise ValueError(f"unknown hostile kinds {sorted(unknown)}; known: {list(HOSTILE_KINDS)}")
         if self.spacing <= 0 or self.traces < 0 or self.live < 0:
             raise ValueError("spacing must be positive, traces and live not negative")
+        if self.trace_duration is not None:
+            low, high = self.trace_duration
+            if not 0 < low <= high:
+                raise ValueError("trace_duration is (min, max) seconds, 0 < min <= max")
 
     def to_dict(self) -> dict[str, Any]:
         values = asdict(self)
@@ -159,6 +175,8 @@ class Scenario:
         for key in ("formats", "tasks", "hostile_kinds"):
             if key in data:
                 data[key] = tuple(data[key])
+        if data.get("trace_duration") is not None:
+            data["trace_duration"] = tuple(data["trace_duration"])
         return cls(**data)
 
 
@@ -193,6 +211,8 @@ class RowRecord:
     duplicate: bool
     visible_started: datetime
     visible_final: datetime
+    #: False on v4 (OTel exports a span when it ends): no "started" row, a duplicate is the finished row twice.
+    has_started_row: bool = True
 
     def started_row(self) -> dict[str, Any]:
         """The row Langfuse holds from the observation's start: no output, no end, older ``updatedAt``."""
@@ -209,8 +229,10 @@ class RowRecord:
 
     def visible_rows(self, now: datetime) -> list[dict[str, Any]]:
         if now >= self.visible_final:
-            return [self.row, self.started_row()] if self.duplicate else [self.row]
-        if now >= self.visible_started:
+            if not self.duplicate:
+                return [self.row]
+            return [self.row, self.started_row() if self.has_started_row else self.row]
+        if self.has_started_row and now >= self.visible_started:
             return [self.started_row()]
         return []
 
@@ -335,7 +357,13 @@ class Corpus:
     """Every trace, dataset, dataset item and experiment of a scenario; rows rendered on demand."""
 
     def __init__(
-        self, scenario: Scenario | None = None, *, now: datetime | None = None, cache_size: int = 4096
+        self,
+        scenario: Scenario | None = None,
+        *,
+        now: datetime | None = None,
+        cache_size: int = 4096,
+        span_end_visibility: bool = False,
+        export_delay: float | None = None,
     ) -> None:
         self.scenario = scenario or Scenario()
         s = self.scenario
@@ -348,9 +376,12 @@ class Corpus:
         self.sources: tuple[Source, ...] = (self.production, self.experiments_source, self.extra)
         self._extra_rows: dict[str, list[dict[str, Any]]] = {}
         self._cache: OrderedDict[str, RenderedTrace] = OrderedDict()
-        self._roots: OrderedDict[str, RowRecord] = OrderedDict()
+        self._roots: OrderedDict[str, list[RowRecord]] = OrderedDict()
         self._cache_size = cache_size
         self.lag = timedelta(seconds=s.ingest_lag)
+        #: v4 (OTel): a row is visible only from its span's end + ``export_lag``; no started rows.
+        self.span_end_visibility = span_end_visibility
+        self.export_lag = self.lag if export_delay is None else timedelta(seconds=export_delay)
         self.late = timedelta(seconds=s.late_delay)
         #: Datasets by name, dataset items by id, experiments (runs) and experiment item rows (v4 shape).
         self.datasets: dict[str, dict[str, Any]] = {}
@@ -456,6 +487,8 @@ class Corpus:
             "expectedOutput": item["expectedOutput"],
             "metadata": {},
             "experimentItemMetadata": meta(item["metadata"]),
+            "experimentMetadata": dict(experiment.get("metadata") or {}),
+            "experimentDescription": experiment.get("description"),
         }
         if _fraction(self.scenario.seed, "omit-expected", item["id"]) < self.scenario.omit_expected_rate:
             del row["expectedOutput"]
@@ -476,7 +509,7 @@ class Corpus:
     def item_visible_at(self, item_row: Mapping[str, Any]) -> datetime:
         """An experiment item is listed once its trace's root row is visible (finished)."""
         end = item_row.get("endTime") or item_row["startTime"]
-        return datetime.fromisoformat(end) + self.lag
+        return datetime.fromisoformat(end) + (self.export_lag if self.span_end_visibility else self.lag)
 
     # --- traces ------------------------------------------------------------------------------
 
@@ -526,17 +559,23 @@ class Corpus:
         return task, ideal, planned
 
     def root_record(self, header: TraceHeader) -> RowRecord:
-        """The trace's root observation only: from the cache, else rendered without the other payloads."""
+        """The trace's (main) root observation only: from the cache, else rendered without the other
+        payloads."""
+        return self.root_records(header)[0]
+
+    def root_records(self, header: TraceHeader) -> list[RowRecord]:
+        """Every row with ``isRootObservation`` (the main root first; more with ``multi_root_rate``)."""
         cached = self._cache.get(header.trace_id)
         if cached is not None:
-            return cached.root
-        root = self._roots.get(header.trace_id)
-        if root is None:
-            root = self._render(header, lite=True).root
-            self._roots[header.trace_id] = root
+            return [cached.root, *(r for r in cached.records[1:] if r.row.get("isRootObservation"))]
+        roots = self._roots.get(header.trace_id)
+        if roots is None:
+            rendered = self._render(header, lite=True)
+            roots = [rendered.root, *(r for r in rendered.records[1:] if r.row.get("isRootObservation"))]
+            self._roots[header.trace_id] = roots
             if len(self._roots) > self._cache_size * 2:
                 self._roots.popitem(last=False)
-        return root
+        return roots
 
     def _render(self, header: TraceHeader, *, lite: bool = False) -> RenderedTrace:
         s = self.scenario
@@ -570,6 +609,15 @@ class Corpus:
             root_meta["expected_answer"] = planned.answer
             root_meta["expected_calls"] = planned.reference_calls()
         rows[0]["metadata"] = {**meta(root_meta), **rows[0]["metadata"]}
+        if header.source == "production" and self.has_second_root(header.trace_id):
+            root_ms = (datetime.fromisoformat(rows[0]["endTime"]) - header.start) / timedelta(milliseconds=1)
+            builder.obs(
+                "root2", "SPAN", f"{task.trace_name} follow-up", int(root_ms * 0.4), max(1, int(root_ms * 0.3)),
+                input={"follow_up": task.question}, output={"status": "done"},
+            )  # fmt: skip
+            rows = builder.rows
+        if header.source == "production" and s.trace_duration is not None:
+            rows = self._stretch(rows, header)
         if header.experiment is not None:
             rows = self._experiment_layout(header, builder, rows, task)
         if header.hostile is not None:
@@ -580,9 +628,45 @@ class Corpus:
             late = row is not rows[0] and s.late_rate > 0 and _fraction(s.seed, "late", row["id"]) < s.late_rate
             records.append(self._record(row, header, duplicate=duplicate, late=late))
         end = datetime.fromisoformat(rows[0]["endTime"])
-        if end - header.start > MAX_TRACE:
-            raise AssertionError(f"trace {header.trace_id} lasts {end - header.start}, over {MAX_TRACE}")
+        if end - header.start > self.max_duration:
+            raise AssertionError(f"trace {header.trace_id} lasts {end - header.start}, over {self.max_duration}")
         return RenderedTrace(header, task, ideal, records, end)
+
+    def duration_of(self, trace_id: str) -> float | None:
+        """Seconds a production trace lasts under ``trace_duration`` (None: as rendered)."""
+        bounds = self.scenario.trace_duration
+        if bounds is None:
+            return None
+        low, high = bounds
+        return low + (high - low) * _fraction(self.scenario.seed, "duration", trace_id)
+
+    def has_second_root(self, trace_id: str) -> bool:
+        rate = self.scenario.multi_root_rate
+        return rate > 0 and _fraction(self.scenario.seed, "multi-root", trace_id) < rate
+
+    def _stretch(self, rows: list[dict[str, Any]], header: TraceHeader) -> list[dict[str, Any]]:
+        """The rows' times scaled around the trace start so the root lasts ``duration_of`` seconds."""
+        seconds = self.duration_of(header.trace_id)
+        assert seconds is not None
+        natural = (datetime.fromisoformat(rows[0]["endTime"]) - header.start).total_seconds()
+        factor = seconds / natural if natural > 0 else 1.0
+        start = header.start
+
+        def scale(text: str | None) -> str | None:
+            if not text:
+                return text
+            moment = datetime.fromisoformat(text)
+            return iso(start + (moment - start) * factor)
+
+        for row in rows:
+            for key in ("startTime", "endTime", "completionStartTime", "createdAt", "updatedAt"):
+                if key in row:
+                    row[key] = scale(row[key])
+            for key in ("latency", "timeToFirstToken"):
+                if isinstance(row.get(key), int | float):
+                    row[key] = round(row[key] * factor, 3)
+        rows[0]["startTime"] = iso(start)
+        return rows
 
     def _experiment_layout(
         self, header: TraceHeader, builder: RowBuilder, rows: list[dict[str, Any]], task: Task
@@ -625,6 +709,9 @@ class Corpus:
         if header.source == "extra":
             floor = datetime.min.replace(tzinfo=UTC)
             return RowRecord(row, micros(start), False, floor, floor)
+        if self.span_end_visibility:
+            visible = end + self.export_lag + extra
+            return RowRecord(row, micros(start), duplicate, visible, visible, has_started_row=False)
         return RowRecord(row, micros(start), duplicate, start + self.lag + extra, end + self.lag + extra)
 
     # --- explicit data (tests) ---------------------------------------------------------------
@@ -672,4 +759,8 @@ class Corpus:
 
     @property
     def max_duration(self) -> timedelta:
-        return MAX_TRACE
+        """No trace lasts longer (window scans rely on it)."""
+        bounds = self.scenario.trace_duration
+        if bounds is None:
+            return MAX_TRACE
+        return max(MAX_TRACE, timedelta(seconds=bounds[1]) + timedelta(seconds=1))

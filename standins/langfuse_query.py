@@ -460,6 +460,66 @@ def project_experiment_item(item: Mapping[str, Any], fields: str | None) -> dict
     return {k: v for k, v in item.items() if k not in drop}
 
 
+# --- v4 metadata (flattened) -----------------------------------------------------------------------
+
+
+def _structure(value: Any) -> Any:
+    """A stored metadata value as the SDK had it: a JSON-encoded object is the object again."""
+    if isinstance(value, str) and value[:1] == "{":
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+        return parsed if isinstance(parsed, dict) else value
+    return value
+
+
+def _leaf_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError, TypeError):
+        return str(value)
+
+
+def flatten_metadata(metadata: Any) -> dict[str, str]:
+    """Metadata as v4 stores it: nested objects flattened to dotted keys, every leaf a string
+    (``flattenJsonToPathArrays``; ``{"a":{"b":1}}`` → ``{"a.b":"1"}``)."""
+    if not isinstance(metadata, Mapping):
+        return {}
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        value = _structure(value)
+        if isinstance(value, Mapping) and value:
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            out[prefix] = _leaf_string(value)
+
+    for key, value in metadata.items():
+        walk(str(key), value)
+    return out
+
+
+def parse_json_prioritised(text: str) -> Any:
+    """Langfuse's ``parseJsonPrioritised``: the JSON value of a string when it is JSON, else the string."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def observation_metadata(metadata: Any, *, truncate: int | None) -> dict[str, Any]:
+    """v2 observations' ``metadata``: flattened, each leaf cut to ``truncate`` characters when given
+    (the ``events_core`` path: encoded objects too), then JSON-parsed."""
+    flat = flatten_metadata(metadata)
+    if truncate is not None:
+        flat = {k: v[:truncate] for k, v in flat.items()}
+    return {k: parse_json_prioritised(v) for k, v in flat.items()}
+
+
 def iso(value: datetime) -> str:
     """Langfuse's time format: UTC, milliseconds, ``Z``."""
     utc = value.astimezone(UTC)

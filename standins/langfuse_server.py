@@ -1,26 +1,47 @@
-"""A Langfuse stand-in: a real HTTP server on 127.0.0.1 serving both API generations the worker uses.
+"""A Langfuse stand-in: a real HTTP server on 127.0.0.1 that behaves as a given real server version.
 
-**Routes.** Both generations: health, projects, score configs (list, get, create), ``/v2/datasets/{name}``,
-``/dataset-items/{id}``, ``GET /v3/scores``, ``POST /ingestion`` (score-create events), and the OTLP
-endpoint ``POST /otel/v1/traces`` (protobuf or JSON, gzip or not). v4 only: ``/v2/observations`` (cursor
-paged, every simple parameter and the structured ``filter``, field groups, metadata truncated to 200
-characters unless ``expandMetadata`` names the key), ``/experiments``, ``/experiment-items``,
-``POST /scores`` (202, or 207 with per-batch counts). v3 only: ``/traces``, ``/traces/{id}``,
-``/datasets/{name}/runs``, ``/dataset-run-items``. The other generation's routes answer 404, as the real
-servers do (the adapter's generation probe relies on it).
+**Versions.** ``LangfuseOptions(version=…)`` picks one of 2.95.12, 3.110.0, 3.120.0, 3.150.0, 4.16.0,
+4.60.0 (``generation="v4"`` alone means 4.16.0, ``"v3"`` 3.120.0; a version implies its generation).
+What each does is a :class:`standins.langfuse_profile.ServerProfile` (the table is in that module); any
+flag can be changed with ``overrides``. In short:
 
-**Contract.** Every request is checked against ``langfuse-openapi.yml`` and every answer against the
-``langfuse`` package's models (v4) or the file (v3) — :mod:`tests.contract`. A violation is answered 400
-with the reason and recorded (``GET /_standin/stats`` → ``violations``); a test asserts there are none.
+- **4.x** (v4 routes): rows of ``/v2/observations`` appear only when their span ended (OTel export;
+  ``endTime + export_delay``, no "started" rows); metadata flattened to dotted keys (leaves JSON-parsed;
+  cut to 200 characters only without ``io`` and ``expandMetadata``); ``/experiments`` and
+  ``/experiment-items`` metadata flattened with string leaves, items' ``input``/``output``/
+  ``expectedOutput`` raw strings (``""`` when none). ``write_mode="events_only"`` (default): the legacy
+  reads answer 404 before authentication and ``/ingestion`` takes only ``score-create``; ``"dual"``: the
+  legacy reads are served as on v3. ``POST /scores``: 4.16 takes one object (200 ``{id}``, a list → zod
+  400, ``timestamp`` stripped); 4.60 takes a list (202, or 207 with per-batch counts).
+- **3.x / 2.x** (legacy routes ``/traces``, ``/traces/{id}``, ``/datasets/{name}/runs[/{runName}]``,
+  ``/dataset-run-items``): traces visible from their start; ``POST /scores`` one object; the v4 routes
+  answer Next.js's HTML 404 (3.150: ``/v2/observations`` → 501 ``NotImplementedError``); dataset runs
+  keep ``updatedAt = createdAt``. 3.110 ignores ``filter`` on ``/traces``. 2.95: see the profile table.
+- **Every version:** health, projects, score configs (newest first, names not unique, BOOLEAN
+  ``True=1, False=0``, Unicode names ≤ 35), ``/v2/datasets/{name}``, ``/dataset-items/{id}``,
+  ``GET /v3/scores`` (not 2.x; reads de-duplicate by id), ``POST /ingestion`` score-create (4.5 MB, the
+  score's timestamp is the envelope's), OTLP (not 2.x). A route the version lacks, or the stand-in does
+  not know, answers Next.js's HTML 404. Options: ``heavy_read_limit`` / ``heavy_read_bytes`` (422 on
+  heavy ``/v2/observations`` reads), ``score_configs`` (pre-seeded, with ``createdAt``), fault injection.
+
+**Contract.** Every request is checked against ``langfuse-openapi.yml`` (``POST /scores``: an object
+against the file, a list against the package's elements — which one the version accepts is its own
+answer, not a violation) and every answer against the ``langfuse`` package's models (v4) or the file
+(v3; 2.x answers the package refuses are not checked) — :mod:`tests.contract`. A violation is answered
+400 with the reason and recorded (``GET /_standin/stats`` → ``violations``); a test asserts there are none.
 
 **Data.** From :class:`standins.generate.Corpus` (seeded, lazy), plus traces a test adds. Scores are
-stored with Langfuse's upsert rule (:mod:`standins.score_store`) and validated as Langfuse does (config
-name/type/range, BOOLEAN 0/1, TEXT length, ``observationId`` needs ``traceId``, no ``EVAL`` source).
+stored with Langfuse's upsert-and-merge rule (:mod:`standins.score_store`) and validated as Langfuse
+does (config name/type/range, BOOLEAN 0/1, TEXT length, ``observationId`` needs ``traceId``, no
+``EVAL`` source); ``overrides={"async_validation": True}`` moves the config checks after the answer
+(invalid scores dropped silently, a config's name wins).
 
 Run as a process::
 
     python -m standins.langfuse_server --port 0 --seed 7 --traces 2000 --spacing 1 \\
-        [--generation v3] [--latency 0.02] [--rate-429 0.3 --retry-after 1] [--scenario-json '{...}']
+        [--version 4.16.0 | --generation v3] [--write-mode dual] [--export-delay 2] \\
+        [--heavy-read-limit 500] [--overrides-json '{...}'] [--score-configs-json '[...]'] \\
+        [--latency 0.02] [--rate-429 0.3 --retry-after 1] [--scenario-json '{...}']
 
 It prints one JSON line ``{"port": …, "pid": …, "url": …}`` when it listens, and stops on SIGTERM.
 """
@@ -33,7 +54,8 @@ import binascii
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from heapq import heappop, heappush, merge
@@ -45,41 +67,64 @@ from standins.faults import FaultConfig, format_retry_after
 from standins.formats import PROJECT_ID
 from standins.generate import EPOCH, Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
 from standins.http import Request, Response
+from standins.langfuse_profile import DEFAULT_VERSION, VERSIONS, WRITE_MODES, ServerProfile, generation_of, profile_for
 from standins.score_store import ScoreStore
 from tests.contract import Contract, ContractViolation, get_contract
 
 PUBLIC_KEY = "pk-lf-standin"
 SECRET_KEY = "sk-lf-standin"
-VERSIONS = {"v4": "4.60.0", "v3": "3.120.0"}
-#: ``POST /api/public/scores`` runs behind Next.js's 1 MB body limit; ingestion takes 3.5 MB.
+#: ``POST /api/public/scores`` runs behind Next.js's 1 MB body limit; ingestion takes 4.5 MB.
 SCORES_BODY_LIMIT = 1_000_000
-INGESTION_BODY_LIMIT = 3_500_000
+INGESTION_BODY_LIMIT = 4_500_000
 METADATA_TRUNCATE = 200
 #: Rows of one list answer checked in "sample" mode.
 SAMPLE_ROWS = 20
-SCORE_NAME = re.compile(r"^[A-Za-z0-9_ .()\-]{1,35}$")
+#: Config names: ``^[\p{L}\p{N}_ .()-]+$``, 1–35 characters (``\w`` is Unicode letters, digits and ``_``).
+SCORE_NAME = re.compile(r"^[\w .()\-]{1,35}\Z")
 ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]+$")
 
 V4_ONLY = {
     ("GET", "/api/public/v2/observations"),
     ("GET", "/api/public/experiments"),
     ("GET", "/api/public/experiment-items"),
-    ("POST", "/api/public/scores"),
 }
 V3_ONLY = {
     ("GET", "/api/public/traces"),
     ("GET", "/api/public/traces/{traceId}"),
     ("GET", "/api/public/datasets/{datasetName}/runs"),
     ("GET", "/api/public/dataset-run-items"),
+    ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"),
 }
 OTLP = ("POST", "/api/public/otel/v1/traces")
+V3_SCORES = ("GET", "/api/public/v3/scores")
+HEAVY_READ_MESSAGE = "Query exceeded resource limits. Narrow the time range or reduce the page size."
+EVENTS_ONLY_MESSAGE = (
+    "This endpoint is not available on deployments running in Langfuse v4 events_only mode. "
+    "Use the v2 observations and experiments APIs, or switch the write mode to dual."
+)
+HTML_404 = (
+    '<!DOCTYPE html><html><head><meta charSet="utf-8"/><meta name="viewport" content="width=device-width"/>'
+    '<title>404: This page could not be found</title></head><body><div style="font-family:system-ui">'
+    '<div><h1 class="next-error-h1">404</h1><div><h2>This page could not be found.</h2></div></div></div>'
+    "</body></html>"
+)
+
+
+def html_404() -> Response:
+    """Next.js's default 404: a route the server does not have (no ``/api`` catch-all)."""
+    return Response(404, HTML_404.encode(), content_type="text/html; charset=utf-8")
 
 
 @dataclass
 class LangfuseOptions:
-    """Everything that shapes one stand-in; the same fields are the CLI flags of the process."""
+    """Everything that shapes one stand-in; the same fields are the CLI flags of the process.
 
-    generation: str = "v4"
+    ``version`` picks the behaviour (:func:`standins.langfuse_profile.profile_for`); ``generation`` alone
+    picks a default version ("v4" → 4.16.0, "v3" → 3.120.0), ``version`` alone implies the generation.
+    ``overrides`` changes single :class:`ServerProfile` flags.
+    """
+
+    generation: str | None = None
     version: str | None = None
     public_key: str = PUBLIC_KEY
     secret_key: str = SECRET_KEY
@@ -97,14 +142,41 @@ class LangfuseOptions:
     keep_score_details: bool = True
     #: Traces rendered and kept (LRU).
     cache_size: int = 4096
+    #: v4 write mode: "events_only" (legacy reads 404) or "dual" (legacy reads served as on v3).
+    write_mode: str = "events_only"
+    #: v4 (span-end visibility): seconds from a span's end until its row is visible; None: the
+    #: scenario's ``ingest_lag``.
+    export_delay: float | None = None
+    #: 422 "Query exceeded resource limits" on ``/v2/observations`` with ``io`` when ``limit`` is above
+    #: this (None: off), or when the answer's rows carry more than ``heavy_read_bytes`` (None: off).
+    heavy_read_limit: int | None = None
+    heavy_read_bytes: int | None = None
+    #: Profile flags changed from the version's (``ServerProfile`` field → value).
+    overrides: dict[str, Any] = field(default_factory=dict)
+    #: Score configs present at start: dicts as ``POST /score-configs`` takes them, plus optional
+    #: ``id`` and ``createdAt``.
+    score_configs: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.generation not in VERSIONS:
-            raise ValueError(f"generation must be one of {sorted(VERSIONS)}")
+        if self.generation is not None and self.generation not in DEFAULT_VERSION:
+            raise ValueError(f"generation must be one of {sorted(DEFAULT_VERSION)}")
+        if self.version is None:
+            self.generation = self.generation or "v4"
+            self.version = DEFAULT_VERSION[self.generation]
+        elif self.generation is None:
+            self.generation = generation_of(self.version)
+        elif generation_of(self.version) != self.generation:
+            raise ValueError(f"version {self.version} is not a {self.generation} server")
         if self.validate_answers not in ("all", "sample", "none"):
             raise ValueError("validate_answers is all, sample or none")
-        if self.version is None:
-            self.version = VERSIONS[self.generation]
+        if self.write_mode not in WRITE_MODES:
+            raise ValueError(f"write_mode is one of {WRITE_MODES}")
+        self.profile  # noqa: B018 - unknown override flags fail here
+
+    @property
+    def profile(self) -> ServerProfile:
+        assert self.version is not None
+        return profile_for(self.version, self.write_mode).replace(**self.overrides)
 
 
 # --- helpers ------------------------------------------------------------------------------------------
@@ -118,6 +190,13 @@ def _parse_io(value: Any) -> Any:
         return json.loads(value)
     except (ValueError, RecursionError):
         return value
+
+
+def _raw(value: Any) -> str | None:
+    """A value as the SDK stores it in a span attribute: strings as they are, anything else JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _truncate_metadata(row: dict[str, Any], expand: set[str]) -> dict[str, Any]:
@@ -193,10 +272,44 @@ def _page_meta(page: int, limit: int, total: int) -> dict[str, int]:
 class _Reply(Exception):
     """Raised by a handler to answer at once (errors)."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, *, error: Any = None) -> None:
         super().__init__(message)
         self.status = status
         self.headers = headers or {}
+        #: Langfuse's ``error`` field (a class name, or zod's issues), when it sends one.
+        self.error = error
+
+    def payload(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"message": str(self)}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def _zod_type_error(expected: str, received: str) -> _Reply:
+    """``withMiddlewares``' answer to a body zod refuses at its top level."""
+    issue = {
+        "code": "invalid_type",
+        "expected": expected,
+        "received": received,
+        "path": [],
+        "message": f"Expected {expected}, received {received}",
+    }
+    return _Reply(400, "Invalid request data", error=[issue])
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string"
 
 
 def _int(params: q.Params, name: str, default: int, maximum: int | None = None, minimum: int = 1) -> int:
@@ -222,9 +335,18 @@ class LangfuseApp(StandinApp):
         self.options = options or LangfuseOptions()
         super().__init__(self.options.faults)
         self.contract = contract or get_contract()
-        self.corpus = Corpus(self.options.scenario, cache_size=self.options.cache_size)
+        self.profile: ServerProfile = self.options.profile
+        self.corpus = Corpus(
+            self.options.scenario,
+            cache_size=self.options.cache_size,
+            span_end_visibility=self.profile.span_end_visibility,
+            export_delay=self.options.export_delay,
+        )
         self.store = ScoreStore(keep_details=self.options.keep_score_details)
         self.configs: list[dict[str, Any]] = []
+        self._config_serial = 0
+        #: Scores accepted but dropped by the later config check (``async_validation``).
+        self.dropped_scores: list[dict[str, Any]] = []
         self.reject_names: dict[str, str] = {}
         self.rows_served = 0
         self.bytes_served = 0
@@ -253,11 +375,14 @@ class LangfuseApp(StandinApp):
             ("GET", "/api/public/traces/{traceId}"): self._trace,
             ("GET", "/api/public/datasets/{datasetName}/runs"): self._runs,
             ("GET", "/api/public/dataset-run-items"): self._run_items,
+            ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"): self._run,
         }
+        for config in self.options.score_configs:
+            self.add_config(config)
 
     @property
     def generation(self) -> str:
-        return self.options.generation
+        return self.profile.generation
 
     # --- routing and the contract ------------------------------------------------------------
 
@@ -267,9 +392,23 @@ class LangfuseApp(StandinApp):
         except ContractViolation as error:
             self.violation(str(error))
             label = f"{request.method} {request.raw_path}"
-            return Routed(label, answer=self.error_response(404, f"not found: {error}"))
+            return Routed(label, answer=html_404())
         key = (operation.method, operation.path)
         label = f"{operation.method} {operation.path}"
+        profile = self.profile
+        # Before authentication: routes this version does not have (Next.js's HTML 404), and the legacy
+        # reads a v4 events_only deployment rejects.
+        if key in V4_ONLY and profile.v4_routes == "html404":
+            return Routed(label, answer=html_404())
+        if key in V4_ONLY and key != ("GET", "/api/public/v2/observations") and profile.v4_routes != "serve":
+            return Routed(label, answer=html_404())
+        if (key == OTLP and not profile.otlp) or (key == V3_SCORES and not profile.v3_scores):
+            return Routed(label, answer=html_404())
+        if key in V3_ONLY and profile.legacy_reads == "events_only_404":
+            return Routed(label, answer=self.error_response(404, EVENTS_ONLY_MESSAGE))
+        if key != OTLP and key not in self._handlers:
+            self.note_unsupported(f"{label}: the stand-in does not serve this operation")
+            return Routed(label, answer=html_404())
         if request.header("authorization") != self._auth:
             return Routed(
                 label,
@@ -287,18 +426,19 @@ class LangfuseApp(StandinApp):
                     body = json.loads(request.body) if request.body else None
                 except ValueError as error:
                     raise ContractViolation(f"{label}: the body is not JSON: {error}") from None
-            self.contract.check_request(request.method, url, body)
+            self.contract.check_request(request.method, url, body, scores_body="any")
         except ContractViolation as error:
             self.violation(f"request: {error}")
             return Routed(label, answer=self.error_response(400, f"contract violation: {error}"))
-        if (key in V4_ONLY and self.generation == "v3") or (key in V3_ONLY and self.generation == "v4"):
-            message = f"{request.raw_path} does not exist on a Langfuse {self.generation} server"
-            if key in V3_ONLY:
-                message += "; use /api/public/v2/observations and /api/public/experiments"
-            return Routed(label, answer=self.error_response(404, message))
-        if key != OTLP and key not in self._handlers:
-            self.note_unsupported(f"{label}: the stand-in does not serve this operation")
-            return Routed(label, answer=self.error_response(404, f"the stand-in does not serve {label}"))
+        if key == ("GET", "/api/public/v2/observations") and profile.v4_routes == "501":
+            payload = {
+                "message": "v2 observations API is not available: set LANGFUSE_ENABLE_EVENTS_TABLE_V2_APIS=true",
+                "error": "NotImplementedError",
+            }
+            return Routed(label, answer=Response.json(501, payload))
+        if key == ("GET", "/api/public/dataset-run-items") and not profile.run_items_route:
+            payload = {"message": "Method not allowed", "error": "MethodNotAllowedError"}
+            return Routed(label, answer=Response.json(405, payload))
         return Routed(label, operation.path, dict(operation.path_params))
 
     def _otlp_body(self, request: Request) -> dict[str, Any]:
@@ -342,19 +482,34 @@ class LangfuseApp(StandinApp):
             status, payload = handler(request, routed.params or {})
             headers: dict[str, str] = {}
         except _Reply as reply:
-            status, payload, headers = reply.status, {"message": str(reply)}, reply.headers
+            status, payload, headers = reply.status, reply.payload(), reply.headers
         except q.UnsupportedQuery as error:
             self.note_unsupported(f"{routed.label}: {error}")
             status, payload, headers = 400, {"message": f"unsupported by the stand-in: {error}"}, {}
-        if self.options.validate_answers != "none":
+        if self.options.validate_answers != "none" and key not in self._unchecked():
             try:
-                self.contract.check_response(request.method, routed.template, status, self._to_check(payload))
+                self.contract.check_response(
+                    request.method,
+                    routed.template,
+                    status,
+                    self._to_check(payload),
+                    scores_body=self.profile.scores_body,
+                )
             except ContractViolation as error:
                 self.violation(f"answer: {error}")
                 return self.error_response(400, f"stand-in answer violates the contract: {error}")
         response = Response.json(status, payload, headers)
         self.bytes_served += len(response.body)
         return response
+
+    def _unchecked(self) -> set[tuple[str, str]]:
+        """Answers this version sends that the package's models refuse (2.x): measured, not checked."""
+        out = set()
+        if not self.profile.project_organization:
+            out.add(("GET", "/api/public/projects"))
+        if not self.profile.dataset_item_media:
+            out.add(("GET", "/api/public/dataset-items/{id}"))
+        return out
 
     def _to_check(self, payload: Any) -> Any:
         """The payload, or in "sample" mode a list answer cut to ``SAMPLE_ROWS`` rows spread over it."""
@@ -367,7 +522,27 @@ class LangfuseApp(StandinApp):
         return {**payload, "data": [data[int(i * step)] for i in range(SAMPLE_ROWS)]}
 
     def rate_limited(self, retry_after: float) -> Response:
-        return self.error_response(429, "Rate limit exceeded", {"Retry-After": format_retry_after(retry_after)})
+        """Langfuse's 429 (``RateLimitService``): ``Retry-After`` plus the ``X-RateLimit-*`` headers, the
+        reset as JS ``Date.toString()``, and ``details`` in the body."""
+        reset = datetime.now(UTC) + timedelta(seconds=retry_after)
+        reset_text = reset.strftime("%a %b %d %Y %H:%M:%S GMT+0000 (Coordinated Universal Time)")
+        headers = {
+            "Retry-After": format_retry_after(retry_after),
+            "X-RateLimit-Limit": "30",
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": reset_text,
+        }
+        payload = {
+            "message": "Rate limit exceeded",
+            "code": "rate_limited",
+            "details": {
+                "retryAfterSeconds": retry_after,
+                "limit": 30,
+                "remaining": 0,
+                "resetAt": q.iso(reset),
+            },
+        }
+        return Response.json(429, payload, headers)
 
     # --- start-up ----------------------------------------------------------------------------
 
@@ -381,12 +556,17 @@ class LangfuseApp(StandinApp):
             "organization": {"id": "org-standin", "name": "standin"},
             "metadata": {},
         }
+        if not self.profile.project_organization:
+            del project["organization"], project["metadata"]
         return 200, {"data": [project]}
 
     def _list_configs(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
         params = request.query()
         page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
-        chunk = self.configs[(page - 1) * limit : page * limit]
+        # listScoreConfigs: createdAt desc, id asc (newest first).
+        ordered = sorted(self.configs, key=lambda c: c["id"])
+        ordered.sort(key=lambda c: c["createdAt"], reverse=True)
+        chunk = ordered[(page - 1) * limit : page * limit]
         return 200, {"data": chunk, "meta": _page_meta(page, limit, len(self.configs))}
 
     def _get_config(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
@@ -397,29 +577,33 @@ class LangfuseApp(StandinApp):
 
     def _create_config(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
         body = request.json()
-        return 200, self.add_config(body)
+        return 200, self.add_config({k: v for k, v in body.items() if k not in ("id", "createdAt")})
 
     def add_config(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A new config (names are not unique: the same name twice is two configs). Tests may give
+        ``id``, ``createdAt`` and ``isArchived``."""
         name, data_type = body["name"], body["dataType"]
-        if not SCORE_NAME.match(name):
-            raise _Reply(400, f"Invalid score config name {name!r}")
+        if not isinstance(name, str) or not SCORE_NAME.match(name):
+            rule = "1 to 35 letters, digits, '_', ' ', '.', '(', ')', '-'"
+            raise _Reply(400, f"Invalid score config name {name!r}: {rule}")
         categories = body.get("categories")
         if data_type == "BOOLEAN":
-            categories = [{"value": 0, "label": "False"}, {"value": 1, "label": "True"}]
+            categories = [{"value": 1, "label": "True"}, {"value": 0, "label": "False"}]
         elif data_type == "CATEGORICAL" and not categories:
             raise _Reply(400, "Categorical score configs need categories")
         minimum, maximum = body.get("minValue"), body.get("maxValue")
         if data_type == "NUMERIC" and minimum is not None and maximum is not None and minimum >= maximum:
             raise _Reply(400, "minValue must be less than maxValue")
-        now = q.iso(datetime.now(UTC))
+        created = body.get("createdAt") or q.iso(datetime.now(UTC))
+        self._config_serial += 1
         config = {
-            "id": f"cfg-{len(self.configs) + 1:04d}",
+            "id": body.get("id") or f"cfg-{self._config_serial:04d}",
             "name": name,
-            "createdAt": now,
-            "updatedAt": now,
+            "createdAt": created,
+            "updatedAt": created,
             "projectId": PROJECT_ID,
             "dataType": data_type,
-            "isArchived": False,
+            "isArchived": bool(body.get("isArchived", False)),
             "minValue": minimum if data_type == "NUMERIC" else None,
             "maxValue": maximum if data_type == "NUMERIC" else None,
             "categories": categories if data_type in ("BOOLEAN", "CATEGORICAL") else None,
@@ -440,6 +624,8 @@ class LangfuseApp(StandinApp):
         item = self.corpus.dataset_items.get(params["id"])
         if item is None:
             raise _Reply(404, "Dataset item not found")
+        if not self.profile.dataset_item_media:
+            item = {k: v for k, v in item.items() if k != "mediaReferences"}
         return 200, item
 
     # --- v4 observations ---------------------------------------------------------------------
@@ -471,9 +657,17 @@ class LangfuseApp(StandinApp):
             raise _Reply(400, f"invalid cursor: {error}") from None
         roots_only = q.wants_roots_only(params, conditions)
         expand = set((q.one(params, "expandMetadata") or "").split(",")) - {""}
+        groups = {"core", *(fields or q.DEFAULT_FIELDS).split(",")}
+        heavy = self.options.heavy_read_limit
+        if "io" in groups and heavy is not None and limit > heavy:
+            raise _Reply(422, HEAVY_READ_MESSAGE, error="Request timed out")
+        flat = self.profile.flatten_metadata
+        # v4 filters on the stored (flattened, string) metadata.
+        by_flat_metadata = flat and any(c.get("column") == "metadata" for c in conditions)
         page: list[tuple[tuple[int, str, int], dict[str, Any]]] = []
         for key, row in self._rows_desc(low, high, after, roots_only, trace_ids):
-            if q.observation_matches(row, params, conditions):
+            candidate = {**row, "metadata": q.flatten_metadata(row.get("metadata"))} if by_flat_metadata else row
+            if q.observation_matches(candidate, params, conditions):
                 page.append((key, row))
                 if len(page) > limit:
                     break
@@ -485,7 +679,22 @@ class LangfuseApp(StandinApp):
             if self.options.repeat_boundary_rows and page[0][0][0] != last[0]:
                 last = (last[0], "", -1)  # before every row of that start time: they come again
             cursor = _encode_key(last)
-        data = [_truncate_metadata(q.project(row, fields), expand) for _, row in page]
+        if flat:
+            # Truncated only on the events_core path: no io and no expandMetadata (finding 13).
+            cut = METADATA_TRUNCATE if "io" not in groups and not expand else None
+            data = []
+            for _key, row in page:
+                shown: dict[str, Any] = q.project(row, fields)
+                if "metadata" in shown:
+                    shown["metadata"] = q.observation_metadata(shown["metadata"], truncate=cut)
+                data.append(shown)
+        else:
+            data = [_truncate_metadata(q.project(row, fields), expand) for _, row in page]
+        budget = self.options.heavy_read_bytes
+        if "io" in groups and budget is not None:
+            size = sum(len(r.get("input") or "") + len(r.get("output") or "") for r in data)
+            if size > budget:
+                raise _Reply(422, HEAVY_READ_MESSAGE, error="Request timed out")
         self.rows_served += len(data)
         return 200, {"data": data, "meta": {"cursor": cursor} if cursor else {}}
 
@@ -516,7 +725,9 @@ class LangfuseApp(StandinApp):
         row that sorts before it (a trace's rows start within ``MAX_TRACE`` of its start).
         """
         now = datetime.now(UTC)
-        reach = timedelta(0) if roots_only else self.corpus.max_duration
+        # A later root (multi_root_rate) starts after its trace: roots-only scans then need the reach too.
+        multi_root = self.corpus.scenario.multi_root_rate > 0
+        reach = timedelta(0) if roots_only and not multi_root else self.corpus.max_duration
         upper = high
         if after is not None:
             cursor_time = EPOCH + timedelta(microseconds=-after[0])
@@ -540,7 +751,7 @@ class LangfuseApp(StandinApp):
                 if after is None or key > after:
                     yield key, row
             records: list[RowRecord] = (
-                [self.corpus.root_record(header)] if roots_only else self.corpus.render(header).records
+                self.corpus.root_records(header) if roots_only else self.corpus.render(header).records
             )
             for record in records:
                 for variant, row in enumerate(record.visible_rows(now)):
@@ -564,6 +775,10 @@ class LangfuseApp(StandinApp):
         cursor = q.encode_offset_cursor(offset + limit) if offset + limit < len(rows) else None
         fields = q.one(params, "fields")
         page = [q.project_experiment(e, fields) for e in rows[offset : offset + limit]]
+        if self.profile.flatten_metadata:
+            for experiment in page:
+                if "metadata" in experiment:
+                    experiment["metadata"] = q.flatten_metadata(experiment["metadata"])
         return 200, {"data": page, "meta": {"cursor": cursor}}
 
     def _experiment_items(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
@@ -573,16 +788,42 @@ class LangfuseApp(StandinApp):
         offset = q.decode_offset_cursor(q.one(params, "cursor"))
         cursor = q.encode_offset_cursor(offset + limit) if offset + limit < len(rows) else None
         fields = q.one(params, "fields")
-        page = [q.project_experiment_item(r, fields) for r in rows[offset : offset + limit]]
+        page = [q.project_experiment_item(self._served_item(r), fields) for r in rows[offset : offset + limit]]
         return 200, {"data": page, "meta": {"cursor": cursor}}
+
+    def _served_item(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """An experiment item row as this version answers it: v4 sends ``input``/``output`` and
+        ``expectedOutput`` as the raw stored strings (``""`` when the runner sent no expected output)
+        and metadata flattened with string leaves."""
+        out = dict(row)
+        if self.profile.experiment_io_raw:
+            out["input"] = _raw(row.get("input"))
+            out["output"] = _raw(row.get("output"))
+            out["expectedOutput"] = _raw(row["expectedOutput"]) if "expectedOutput" in row else ""
+            if out["expectedOutput"] is None:
+                out["expectedOutput"] = ""
+        if self.profile.flatten_metadata:
+            for key in ("metadata", "experimentItemMetadata", "experimentMetadata"):
+                if isinstance(out.get(key), dict):
+                    out[key] = q.flatten_metadata(out[key])
+        return out
 
     # --- scores ------------------------------------------------------------------------------
 
     def _check_score(self, score: dict[str, Any]) -> str | None:
-        """Langfuse's server-side checks of one score; the rejection message, or None."""
+        """Langfuse's checks of one score at the request (schema, and the config unless
+        ``async_validation``); the rejection message, or None."""
+        message = self._schema_check(score)
+        if message is None and not self.profile.async_validation:
+            message = self._config_check(score)
+        return message
+
+    def _schema_check(self, score: dict[str, Any]) -> str | None:
         name = score.get("name")
         if name in self.reject_names:
             return self.reject_names[name]
+        if not self.profile.dataset_run_scores and not score.get("traceId"):
+            return "Invalid request data: traceId: Required"
         subjects = [k for k in ("traceId", "sessionId", "datasetRunId") if score.get(k)]
         if len(subjects) != 1:
             return f"Score {score.get('id')}: exactly one of traceId, sessionId, datasetRunId is required"
@@ -593,6 +834,11 @@ class LangfuseApp(StandinApp):
         environment = score.get("environment")
         if environment is not None and not ENVIRONMENT.match(environment):
             return f"Score {score.get('id')}: invalid environment {environment!r}"
+        return None
+
+    def _config_check(self, score: dict[str, Any]) -> str | None:
+        """The checks ``validateAndInflateScore`` makes (config, data type, range, category)."""
+        name = score.get("name")
         value, data_type = score.get("value"), score.get("dataType")
         config_id = score.get("configId")
         config = None
@@ -600,7 +846,7 @@ class LangfuseApp(StandinApp):
             config = next((c for c in self.configs if c["id"] == config_id), None)
             if config is None:
                 return f"Score {score.get('id')}: score config {config_id} not found"
-            if config["name"] != name:
+            if config["name"] != name and not self.profile.async_validation:
                 return f"Score {score.get('id')}: name {name!r} does not match the config's name {config['name']!r}"
             if data_type is not None and data_type != config["dataType"]:
                 return (
@@ -619,8 +865,13 @@ class LangfuseApp(StandinApp):
             return f"Score {score.get('id')}: TEXT scores are 1 to 500 characters"
         if config is not None and data_type == "NUMERIC":
             low, high = config.get("minValue"), config.get("maxValue")
-            if (low is not None and value < low) or (high is not None and value > high):
-                return f"Score {score.get('id')}: value {value} is outside the config's range [{low}, {high}]"
+            if self.profile.exclusive_ranges:
+                outside = (low is not None and value <= low) or (high is not None and value >= high)
+            else:
+                outside = (low is not None and value < low) or (high is not None and value > high)
+            if outside:
+                bounds = f"({low}, {high})" if self.profile.exclusive_ranges else f"[{low}, {high}]"
+                return f"Score {score.get('id')}: value {value} is outside the config's range {bounds}"
         if (
             config is not None
             and data_type == "CATEGORICAL"
@@ -629,18 +880,48 @@ class LangfuseApp(StandinApp):
             return f"Score {score.get('id')}: value {value!r} is not a category of the config"
         return None
 
+    def _store(self, score: dict[str, Any], timestamp: str | None, via: str) -> None:
+        """An accepted score as the worker stores it: later config checks (``async_validation``: invalid
+        scores dropped silently, a config's name wins), 2.x dropping metadata and timestamp, the merge."""
+        if self.profile.async_validation:
+            message = self._config_check(score)
+            if message is not None:
+                self.dropped_scores.append({"score": score, "message": message})
+                return
+            config = next((c for c in self.configs if c["id"] == score.get("configId")), None)
+            if config is not None:
+                score = {**score, "name": config["name"]}
+        if not self.profile.score_details:
+            score = {k: v for k, v in score.items() if k not in ("metadata", "timestamp")}
+            timestamp = None
+        self.store.upsert(score, timestamp, via)
+
     def _post_scores(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
         if len(request.body) > SCORES_BODY_LIMIT:
             raise _Reply(413, "Body exceeded 1mb limit")
         body = request.json()
         self.score_posts += 1
+        if self.profile.scores_body == "single":
+            # PostScoresBody: one object; zod strips ``timestamp`` (the score's time is the request's).
+            if not isinstance(body, dict):
+                raise _zod_type_error("object", _json_kind(body))
+            score = {k: v for k, v in body.items() if k != "timestamp"}
+            if not score.get("id"):
+                score["id"] = str(uuid.uuid4())
+            message = self._check_score(score)
+            if message:
+                raise _Reply(400, message)
+            self._store(score, None, "scores")
+            return 200, {"id": score["id"]}
+        if not isinstance(body, list):
+            raise _zod_type_error("array", _json_kind(body))
         messages = []
         for score in body:
             message = self._check_score(score)
             if message:
                 messages.append(message)
             else:
-                self.store.upsert(score, score.get("timestamp"), "scores")
+                self._store(score, score.get("timestamp"), "scores")
         if messages:
             return 207, {
                 "accepted": len(body) - len(messages),
@@ -651,18 +932,20 @@ class LangfuseApp(StandinApp):
 
     def _ingestion(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
         if len(request.body) > INGESTION_BODY_LIMIT:
-            raise _Reply(413, "Body exceeded 3.5mb limit")
+            raise _Reply(413, "Body exceeded 4.5mb limit")
         batch = request.json()["batch"]
         successes, errors = [], []
+        events_only = self.generation == "v4" and self.options.write_mode == "events_only"
         for event in batch:
             event_id = event["id"]
             if event["type"] != "score-create":
-                if self.generation == "v4":
+                if events_only:
                     errors.append(
                         {
                             "id": event_id,
                             "status": 400,
-                            "message": f"{event['type']} events are not supported on v4: use OpenTelemetry",
+                            "message": f"{event['type']} events are not accepted in Langfuse v4 events_only "
+                            "mode: use OpenTelemetry",
                             "error": None,
                         }
                     )
@@ -675,7 +958,8 @@ class LangfuseApp(StandinApp):
                 errors.append({"id": event_id, "status": 400, "message": message, "error": None})
                 continue
             self.ingestion_events.add(event_id)
-            self.store.upsert(score, event.get("timestamp"), "ingestion")
+            # processScoreEventList: the score's timestamp is the envelope's.
+            self._store(score, event.get("timestamp"), "ingestion")
             successes.append({"id": event_id, "status": 201})
         return 207, {"successes": successes, "errors": errors}
 
@@ -696,7 +980,7 @@ class LangfuseApp(StandinApp):
         start, end = q.parse_time(q.one(params, "fromTimestamp")), q.parse_time(q.one(params, "toTimestamp"))
         groups = set((q.one(params, "fields") or "").split(","))
         out = []
-        for stored in self.store.scores.values():
+        for stored in self.store.latest_by_id():
             body = stored.body
             if any(
                 values and str(body.get(name)) not in values for name, values in filters.items() if name != "dataType"
@@ -829,7 +1113,12 @@ class LangfuseApp(StandinApp):
         if field_name != "timestamp":
             raise q.UnsupportedQuery(f"orderBy {field_name}")
         fields = set((q.one(params, "fields") or "core,io,scores,observations,metrics").split(","))
-        conditions = q.parse_filter(params)
+        conditions = q.parse_filter(params) if self.profile.traces_filter else []
+        if not self.profile.traces_filter:
+            params = {k: v for k, v in params.items() if k != "filter"}  # zod drops unknown keys
+        if not self.profile.traces_env_metadata:
+            params = {k: v for k, v in params.items() if k != "environment"}
+            conditions = [c for c in conditions if c.get("column") not in ("environment", "metadata")]
         simple = q.effective_simple_params(params, conditions, q.V3_SIMPLE_COLUMNS)
         low, high = q.parse_time(q.one(simple, "fromTimestamp")), q.parse_time(q.one(simple, "toTimestamp"))
         now = datetime.now(UTC)
@@ -883,8 +1172,9 @@ class LangfuseApp(StandinApp):
                     "metadata": experiment.get("metadata"),
                     "datasetId": dataset["id"],
                     "datasetName": dataset["name"],
+                    # Written once when the run is created (createOrFetchDatasetRun); items never touch it.
                     "createdAt": min(i["startTime"] for i in mine),
-                    "updatedAt": max(i["endTime"] or i["startTime"] for i in mine),
+                    "updatedAt": min(i["startTime"] for i in mine),
                 }
             )
         runs.sort(key=lambda r: r["createdAt"], reverse=True)
@@ -899,10 +1189,7 @@ class LangfuseApp(StandinApp):
         runs = self._runs_of(dataset)
         return 200, {"data": runs[(page - 1) * limit : page * limit], "meta": _page_meta(page, limit, len(runs))}
 
-    def _run_items(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
-        query = request.query()
-        page, limit = _int(query, "page", 1), _int(query, "limit", 50, 100)
-        dataset_id, run_name = q.one(query, "datasetId"), q.one(query, "runName")
+    def _run_item_rows(self, dataset_id: str | None, run_name: str | None) -> list[dict[str, Any]]:
         rows = []
         for item in self._visible_items():
             if item["experimentDatasetId"] != dataset_id or item["experimentName"] != run_name:
@@ -920,7 +1207,23 @@ class LangfuseApp(StandinApp):
                 }
             )
         rows.sort(key=lambda r: r["createdAt"])
+        return rows
+
+    def _run_items(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        query = request.query()
+        page, limit = _int(query, "page", 1), _int(query, "limit", 50, 100)
+        rows = self._run_item_rows(q.one(query, "datasetId"), q.one(query, "runName"))
         return 200, {"data": rows[(page - 1) * limit : page * limit], "meta": _page_meta(page, limit, len(rows))}
+
+    def _run(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        """``GET /datasets/{name}/runs/{runName}``: the run with all its items (how 2.x serves them)."""
+        dataset = self.corpus.datasets.get(params["datasetName"])
+        if dataset is None:
+            raise _Reply(404, f"Dataset {params['datasetName']} not found")
+        run = next((r for r in self._runs_of(dataset) if r["name"] == params["runName"]), None)
+        if run is None:
+            raise _Reply(404, "Dataset run not found")
+        return 200, {**run, "datasetRunItems": self._run_item_rows(dataset["id"], run["name"])}
 
     # --- control -----------------------------------------------------------------------------
 
@@ -1022,8 +1325,12 @@ class LangfuseApp(StandinApp):
 
 def options_to_argv(options: LangfuseOptions) -> list[str]:
     """CLI flags that rebuild ``options`` in another process (``python -m standins.langfuse_server``)."""
+    assert options.generation is not None
     argv = [
         "--generation", options.generation,
+        "--write-mode", options.write_mode,
+        "--overrides-json", json.dumps(options.overrides),
+        "--score-configs-json", json.dumps(list(options.score_configs)),
         "--scenario-json", json.dumps(options.scenario.to_dict()),
         "--faults-json", json.dumps(options.faults.to_dict()),
         "--cache-size", str(options.cache_size),
@@ -1034,6 +1341,12 @@ def options_to_argv(options: LangfuseOptions) -> list[str]:
         argv += ["--version", options.version]
     if options.repeat_boundary_rows:
         argv.append("--repeat-boundary-rows")
+    if options.export_delay is not None:
+        argv += ["--export-delay", str(options.export_delay)]
+    if options.heavy_read_limit is not None:
+        argv += ["--heavy-read-limit", str(options.heavy_read_limit)]
+    if options.heavy_read_bytes is not None:
+        argv += ["--heavy-read-bytes", str(options.heavy_read_bytes)]
     argv += ["--validate-answers", options.validate_answers]
     if not options.keep_score_details:
         argv.append("--no-score-details")
@@ -1047,8 +1360,18 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--port", type=int, default=0, help="0: the OS picks (printed on stdout)")
-    parser.add_argument("--generation", choices=sorted(VERSIONS), default="v4")
-    parser.add_argument("--version", default=None, help="server version in /health")
+    parser.add_argument(
+        "--generation", choices=sorted(DEFAULT_VERSION), default=None, help="v4 (default: 4.16.0) or v3 (3.120.0)"
+    )
+    parser.add_argument(
+        "--version", default=None, help=f"the server version to behave as ({', '.join(VERSIONS)}); implies --generation"
+    )
+    parser.add_argument("--write-mode", choices=WRITE_MODES, default="events_only", help="v4 write mode")
+    parser.add_argument("--export-delay", type=float, help="v4: seconds from a span's end to its row's visibility")
+    parser.add_argument("--heavy-read-limit", type=int, help="422 on /v2/observations with io above this limit")
+    parser.add_argument("--heavy-read-bytes", type=int, help="422 on /v2/observations with io over this many bytes")
+    parser.add_argument("--overrides-json", default="{}", help="ServerProfile flags, as JSON")
+    parser.add_argument("--score-configs-json", default="[]", help="score configs present at start, as JSON")
     parser.add_argument("--public-key", default=PUBLIC_KEY)
     parser.add_argument("--secret-key", default=SECRET_KEY)
     parser.add_argument("--seed", type=int)
@@ -1079,6 +1402,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
     options = LangfuseOptions(
         generation=args.generation,
         version=args.version,
+        write_mode=args.write_mode,
+        export_delay=args.export_delay,
+        heavy_read_limit=args.heavy_read_limit,
+        heavy_read_bytes=args.heavy_read_bytes,
+        overrides=json.loads(args.overrides_json),
+        score_configs=tuple(json.loads(args.score_configs_json)),
         public_key=args.public_key,
         secret_key=args.secret_key,
         scenario=Scenario.from_dict(scenario),

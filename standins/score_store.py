@@ -1,7 +1,11 @@
 """Scores as Langfuse keeps them: upserted on ``id`` + ``name`` + the *date* of ``timestamp``.
 
-Re-posting a score with the same three overwrites it; a different date (or name) with the same id is a
-second score. The store counts both, so a test can assert "exactly one score per (trace, name)".
+Re-posting a score with the same three *merges* into it as Langfuse's ``overwriteObject`` does
+(``worker/src/services/IngestionService/utils.ts``): a field the new body lacks keeps its old value, an
+explicit ``null`` overwrites, an empty object keeps the old value, ``metadata`` is deep-merged, and
+``id``, ``timestamp``, ``traceId``, ``environment`` and ``createdAt`` never change. A different date (or
+name) with the same id is a second row (Langfuse's reads de-duplicate by id; :meth:`ScoreStore.latest_by_id`).
+The store counts both, so a test can assert "exactly one score per (trace, name)".
 """
 
 from __future__ import annotations
@@ -54,6 +58,39 @@ class StoredScore:
         }
 
 
+#: Fields a re-post never changes.
+IMMUTABLE = frozenset({"id", "timestamp", "traceId", "environment", "createdAt", "projectId"})
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _deep_merge(old: Any, new: Any) -> Any:
+    """lodash ``merge``: objects merged key by key, anything else replaced."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = dict(old)
+        for key, value in new.items():
+            out[key] = _deep_merge(old.get(key), value) if key in old else value
+        return out
+    return new
+
+
+def overwrite_object(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The stored body after merging ``new`` into ``old`` (see the module docstring)."""
+    out = dict(old)
+    for key, value in new.items():
+        if key in IMMUTABLE and key in old:
+            continue
+        if isinstance(value, dict) and not value:
+            continue  # empty objects keep the old value
+        if key == "metadata":
+            out[key] = _deep_merge(old.get(key), value) if isinstance(old.get(key), dict) else value
+            continue
+        out[key] = value  # an explicit null overwrites
+    return out
+
+
 class ScoreStore:
     def __init__(self, *, keep_details: bool = True) -> None:
         #: Keep comment and metadata (off for very large runs: less memory).
@@ -72,8 +109,7 @@ class ScoreStore:
         self.writes += 1
         existing = self.scores.get(key)
         if existing is not None:
-            existing.body = dict(kept)
-            existing.timestamp = moment
+            existing.body = overwrite_object(existing.body, dict(kept))
             existing.via = via
             existing.writes += 1
             existing.last_received = received
@@ -81,6 +117,16 @@ class ScoreStore:
             return False
         self.scores[key] = StoredScore(dict(kept), moment, via, received, received)
         return True
+
+    def latest_by_id(self) -> list[StoredScore]:
+        """One row per score id, as Langfuse's reads answer (``LIMIT 1 BY id``, newest timestamp)."""
+        best: dict[str, StoredScore] = {}
+        for score in self.scores.values():
+            ident = str(score.body.get("id"))
+            held = best.get(ident)
+            if held is None or _moment(score.timestamp) > _moment(held.timestamp):
+                best[ident] = score
+        return list(best.values())
 
     def clear(self) -> None:
         self.scores.clear()

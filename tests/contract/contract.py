@@ -2,8 +2,11 @@
 
 - Every request must validate against ``langfuse-openapi.yml``: method and path, path and query
   parameters (typed, no unknown ones, required ones present), JSON body. ``POST /api/public/scores``
-  takes a *list* (the ``langfuse`` 5.x package is newer than the file and wins): each element is
-  validated against ``CreateScoreRequest``.
+  takes one object on servers before 4.59 (the file's ``CreateScoreRequest``) and a non-empty *list* on
+  newer ones (the ``langfuse`` 5.x package, each element a ``CreateScoreRequest``). ``check_request``'s
+  ``scores_body`` says which: "list" (the default, the package's contract), "single" (the file's), or
+  "any" (the stand-in: which shape a server accepts is the server's business — it answers the other
+  with Langfuse's 400 — not a contract violation).
 - Answers of v4 endpoints must be accepted by the ``langfuse`` package's own pydantic models; answers
   of the v3 legacy endpoints, which the package no longer models, must validate against the file.
 - Error answers (4xx/5xx) are JSON objects with a string ``message``, as Langfuse sends them.
@@ -44,11 +47,15 @@ PACKAGE_MODELS: dict[tuple[str, str], dict[int, Any]] = {
     ("GET", "/api/public/experiment-items"): {200: ExperimentItemsResponse},
     ("GET", "/api/public/v2/datasets/{datasetName}"): {200: Dataset},
     ("GET", "/api/public/dataset-items/{id}"): {200: DatasetItem},
-    # The file says 200 CreateScoreResponse; the package (which wins) says 202 or 207.
+    # The package (SDK 5, servers >= 4.59) says 202 or 207; older servers answer the file's 200 {id}.
     ("POST", "/api/public/scores"): {202: CreateScoreBatchResponse, 207: CreateScoreBatchResults},
     # Read back by the stand-in's users (the adapter itself does not read scores).
     ("GET", "/api/public/v3/scores"): {200: GetScoresV3Response},
 }
+
+#: Statuses of package-modelled operations that servers before 4.59 answer as the file says
+#: (``check_response(..., scores_body="single")``).
+FILE_STATUSES: dict[tuple[str, str], set[int]] = {("POST", "/api/public/scores"): {200}}
 
 #: Operations whose request body the package defines differently from the file.
 _LIST_BODIES = {("POST", "/api/public/scores"): "/components/schemas/CreateScoreRequest"}
@@ -83,12 +90,10 @@ class Contract:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def check_request(self, method: str, url: httpx.URL | str, body: Any = None) -> str:
+    def check_request(self, method: str, url: httpx.URL | str, body: Any = None, *, scores_body: str = "list") -> str:
         """Validate one request; returns the operation's path template."""
         url = httpx.URL(url) if isinstance(url, str) else url
-        raw_path = url.raw_path.decode("ascii").split("?", 1)[
-            0
-        ]  # percent-encoded: "/" in an id stays one segment
+        raw_path = url.raw_path.decode("ascii").split("?", 1)[0]  # percent-encoded: "/" in an id stays one segment
         operation = self.api.operation(method, raw_path)
         what = f"{operation.method} {url.path}"
         parameters = operation.spec.get("parameters", [])
@@ -119,11 +124,18 @@ class Contract:
         for (where, name), (_, parameter) in declared.items():
             if where == "query" and parameter.get("required") and name not in values:
                 raise ContractViolation(f"{what}: required query parameter {name!r} missing")
-        self._check_body(operation.method, operation.path, operation.pointer, operation.spec, body, what)
+        self._check_body(operation.method, operation.path, operation.pointer, operation.spec, body, what, scores_body)
         return operation.path
 
     def _check_body(
-        self, method: str, template: str, pointer: str, spec: Mapping[str, Any], body: Any, what: str
+        self,
+        method: str,
+        template: str,
+        pointer: str,
+        spec: Mapping[str, Any],
+        body: Any,
+        what: str,
+        scores_body: str = "list",
     ) -> None:
         request_body = spec.get("requestBody")
         if request_body is None:
@@ -135,7 +147,9 @@ class Contract:
                 raise ContractViolation(f"{what}: body required")
             return
         element = _LIST_BODIES.get((method, template))
-        if element is not None:
+        if element is not None and scores_body == "single" and not isinstance(body, dict):
+            raise ContractViolation(f"{what}: body must be one JSON object (servers before 4.59)")
+        if element is not None and not (scores_body in ("single", "any") and isinstance(body, dict)):
             if not isinstance(body, list) or not body:
                 raise ContractViolation(f"{what}: body must be a non-empty JSON list")
             for index, item in enumerate(body):
@@ -149,15 +163,17 @@ class Contract:
 
     # --- answers -----------------------------------------------------------------------------
 
-    def check_response(self, method: str, template: str, status: int, body: Any) -> None:
-        """Validate one answer of the operation ``method template``."""
+    def check_response(self, method: str, template: str, status: int, body: Any, *, scores_body: str = "list") -> None:
+        """Validate one answer of the operation ``method template`` (``scores_body="single"``: a server
+        before 4.59, whose ``POST /scores`` answers the file's 200 ``{id}``)."""
         what = f"{method} {template} → {status}"
         if status >= 400:
             if not isinstance(body, dict) or not isinstance(body.get("message"), str):
                 raise ContractViolation(f"{what}: an error answer is a JSON object with a string 'message'")
             return
         models = PACKAGE_MODELS.get((method, template))
-        if models is not None:
+        older = scores_body == "single" and status in FILE_STATUSES.get((method, template), set())
+        if models is not None and not older:
             model = models.get(status)
             if model is None:
                 raise ContractViolation(f"{what}: the langfuse package expects status {sorted(models)}")

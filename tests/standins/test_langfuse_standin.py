@@ -73,7 +73,9 @@ async def _exercise(client: Any) -> None:
     for experiment in experiments:
         items = [i async for i in client.reads.list_experiment_items(experiment, since=ALL_TIME.start)]
         assert len(items) == 5 * 2
-        assert all(isinstance(i.expected_output, dict) and i.expected_output["tool_calls"] for i in items)
+        # v4 answers expectedOutput as a raw JSON string (finding 5); the adapter may not parse it yet.
+        expected = [json.loads(e) if isinstance(e := i.expected_output, str) and e else e for i in items]
+        assert all(isinstance(e, dict) and e["tool_calls"] for e in expected)
     await client.ensure_score_configs([ScoreConfigSpec("accuracy"), ScoreConfigSpec("pass_at_2")])
     report = await client.post_scores(
         [ScoreToPost(ScoreSubject.trace(r.trace_id), "accuracy", 0.5, r.start_time) for r in roots[:20]]
@@ -82,11 +84,15 @@ async def _exercise(client: Any) -> None:
     assert len(report.accepted) == 21 and report.complete, report
 
 
+#: The versions whose write path the adapter's list posting fits (4.60) and the legacy default.
+LIST_POSTING = {"v4": "4.60.0", "v3": "3.120.0"}
+
+
 @pytest.mark.parametrize("generation", ["v4", "v3"])
 async def test_every_route_the_adapter_uses_keeps_the_contract(
     generation: str, start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
-    lf = start_lf(generation=generation, scenario=small_scenario(omit_expected_rate=0.5))
+    lf = start_lf(version=LIST_POSTING[generation], scenario=small_scenario(omit_expected_rate=0.5))
     client = client_for(lf)
     info = await client.connect()
     assert info.generation is ApiGeneration(generation)
@@ -96,8 +102,7 @@ async def test_every_route_the_adapter_uses_keeps_the_contract(
     used = {label for label, outcomes in lf.request_counts().items() if any(o.startswith("2") for o in outcomes)}
     routes = ep.COMMON + (ep.V4_ONLY if generation == "v4" else ep.V3_ONLY)
     assert used == {e.label for e in routes}
-    if generation == "v3":  # the probe met the v4 endpoint's 404 once, then legacy
-        assert lf.request_counts()[ep.OBSERVATIONS_V2.label] == {"404": 1}
+    # (Whether the adapter probes v4 routes or goes by /health's version is its own business.)
     assert lf.violations() == []
     # What the adapter counted is what the server saw.
     assert client.stats.total_requests == lf.stats()["total_requests"]
@@ -225,7 +230,7 @@ async def test_experiments_give_every_attempt_with_its_expected_output(
 async def test_scores_are_accepted_and_a_rejected_one_is_reported(
     generation: str, start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
-    lf = start_lf(generation=generation)
+    lf = start_lf(version=LIST_POSTING[generation])
     client = client_for(lf)
     await client.connect()
     roots = (await roots_of(client))[:6]
@@ -333,10 +338,11 @@ async def test_requests_outside_the_contract_are_refused_and_recorded(start_lf: 
     async with httpx.AsyncClient(base_url=lf.url, auth=(lf.public_key, lf.secret_key)) as http:
         unknown_param = await http.get("/api/public/v2/observations", params={"orderBy": "startTime"})
         bad_type = await http.get("/api/public/v2/observations", params={"limit": "many"})
-        bad_body = await http.post("/api/public/scores", json={"name": "a", "value": 1})
+        bad_body = await http.post("/api/public/scores", json=[])
         no_route = await http.get("/api/public/v9/nothing")
     assert [r.status_code for r in (unknown_param, bad_type, bad_body, no_route)] == [400, 400, 400, 404]
     assert "orderBy" in unknown_param.json()["message"]
+    assert no_route.headers["content-type"].startswith("text/html")  # Next.js's own 404 page
     violations = lf.violations()
     assert len(violations) == 4
     assert any("non-empty JSON list" in v for v in violations)
@@ -472,9 +478,10 @@ async def test_late_observations_appear_only_after_their_delay(start_lf: StartLa
 async def test_live_traces_appear_as_time_passes_unfinished_first(
     start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
+    """Legacy ingestion (v3, v4 in dual mode with legacy SDKs) shows a trace from its start."""
     now = datetime.now(UTC)
     scenario = small_scenario(traces=0, live=4, spacing=0.4, end=now.isoformat(), datasets=())
-    lf = start_lf(scenario=scenario)
+    lf = start_lf(scenario=scenario, generation="v3")
     client = client_for(lf)
     await client.connect()
     window = TimeWindow(now - timedelta(minutes=1), now + timedelta(minutes=5))
@@ -527,7 +534,8 @@ def test_the_packages_own_batch_evaluation_runs_against_the_stand_in(start_lf: S
     from langfuse.experiment import Evaluation
 
     scenario = small_scenario(datasets=())
-    lf = start_lf(scenario=scenario, public_key="pk-lf-peer")  # its own key: the package keeps one client per key
+    # SDK 5 posts score lists: a server >= 4.59. Its own key: the package keeps one client per key.
+    lf = start_lf(scenario=scenario, version="4.60.0", public_key="pk-lf-peer")
     client = Langfuse(public_key=lf.public_key, secret_key=lf.secret_key, base_url=lf.url)
 
     def mapper(*, item: Any, **_: Any) -> EvaluatorInputs:
