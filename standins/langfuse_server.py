@@ -140,6 +140,9 @@ class LangfuseOptions:
     validate_answers: str = "all"
     #: Keep score comments and metadata (turn off for very large runs).
     keep_score_details: bool = True
+    #: What time it is for row visibility (default: the wall clock). In-process tests that step time
+    #: through hours of live traffic pass their own clock.
+    clock: Callable[[], datetime] | None = None
     #: Traces rendered and kept (LRU).
     cache_size: int = 4096
     #: v4 write mode: "events_only" (legacy reads 404) or "dual" (legacy reads served as on v3).
@@ -379,6 +382,10 @@ class LangfuseApp(StandinApp):
         }
         for config in self.options.score_configs:
             self.add_config(config)
+
+    def clock_now(self) -> datetime:
+        """The time rows become visible by (:attr:`LangfuseOptions.clock`, else the wall clock)."""
+        return self.options.clock() if self.options.clock is not None else datetime.now(UTC)
 
     @property
     def generation(self) -> str:
@@ -724,7 +731,7 @@ class LangfuseApp(StandinApp):
         Traces are rendered newest first; a row is handed out once no trace not rendered yet can hold a
         row that sorts before it (a trace's rows start within ``MAX_TRACE`` of its start).
         """
-        now = datetime.now(UTC)
+        now = self.clock_now()
         # A later root (multi_root_rate) starts after its trace: roots-only scans then need the reach too.
         multi_root = self.corpus.scenario.multi_root_rate > 0
         reach = timedelta(0) if roots_only and not multi_root else self.corpus.max_duration
@@ -764,7 +771,7 @@ class LangfuseApp(StandinApp):
     # --- v4 experiments ----------------------------------------------------------------------
 
     def _visible_items(self) -> list[dict[str, Any]]:
-        now = datetime.now(UTC)
+        now = self.clock_now()
         return [i for i in self.corpus.experiment_item_rows() if self.corpus.item_visible_at(i) <= now]
 
     def _experiments(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
@@ -1121,7 +1128,7 @@ class LangfuseApp(StandinApp):
             conditions = [c for c in conditions if c.get("column") not in ("environment", "metadata")]
         simple = q.effective_simple_params(params, conditions, q.V3_SIMPLE_COLUMNS)
         low, high = q.parse_time(q.one(simple, "fromTimestamp")), q.parse_time(q.one(simple, "toTimestamp"))
-        now = datetime.now(UTC)
+        now = self.clock_now()
         matched = []
         for header in self._headers_desc(low, high):
             trace = self._v3_trace(self.corpus.root_record(header), header, now, fields | {"io"})
@@ -1141,7 +1148,7 @@ class LangfuseApp(StandinApp):
 
     def _trace(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         header = self.corpus.find(params["traceId"])
-        now = datetime.now(UTC)
+        now = self.clock_now()
         if header is None:
             raise _Reply(404, f"Trace {params['traceId']} not found within authorized project")
         rendered: RenderedTrace = self.corpus.render(header)
