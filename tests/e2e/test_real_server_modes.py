@@ -108,7 +108,7 @@ def test_traces_lasting_up_to_20_minutes_are_each_scored_exactly_once_on_4_16_an
 
     def comparable(score: dict[str, Any]) -> tuple[Any, ...]:
         keys = ("traceId", "name", "value", "dataType", "comment", "metadata", "environment", "configId")
-        return tuple(str(score.get(k)) for k in keys) + (score["timestamp"][:23],)
+        return (*(str(score.get(k)) for k in keys), score["timestamp"][:23])
 
     assert old.keys() == new.keys()
     differing = [i for i in old if comparable(old[i]) != comparable(new[i])]
