@@ -135,7 +135,7 @@ StartRun = Callable[..., Run]
 
 @pytest.fixture
 def start_run(tmp_path: Path) -> Iterator[StartRun]:
-    """``start_run(scenario, target, generation=…, langfuse_faults=…, llm_faults=…)``: stand-ins up (threads),
+    """``start_run(scenario, target, generation=… or version=…, langfuse_faults=…, llm_faults=…)``: stand-ins up (threads),
     expectations computed."""
     handles: list[LangfuseHandle | OpenAIHandle] = []
     runs: list[Run] = []
@@ -145,10 +145,16 @@ def start_run(tmp_path: Path) -> Iterator[StartRun]:
         target: dict[str, Any],
         *,
         generation: str = "v4",
+        version: str | None = None,
         langfuse_faults: FaultConfig | None = None,
         llm_faults: FaultConfig | None = None,
     ) -> Run:
-        options = LangfuseOptions(generation=generation, scenario=scenario, faults=langfuse_faults or FaultConfig())
+        options = LangfuseOptions(
+            generation=None if version else generation,
+            version=version,
+            scenario=scenario,
+            faults=langfuse_faults or FaultConfig(),
+        )
         lf = start_langfuse(options)
         handles.append(lf)
         llm = start_openai(OpenAIOptions(faults=llm_faults or FaultConfig()))

@@ -16,14 +16,18 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
-    ("generation", "traces", "post_route"),
-    [("v4", 500, "POST /api/public/scores"), ("v3", 300, "POST /api/public/ingestion")],
+    ("version", "traces", "post_route"),
+    [
+        ("4.16.0", 500, "POST /api/public/ingestion"),  # v4 reads, score events (no list POST /scores)
+        ("4.60.0", 300, "POST /api/public/scores"),  # v4 reads, score lists
+        ("3.120.0", 300, "POST /api/public/ingestion"),
+    ],
 )
 def test_kill_9_at_several_points_then_restart_scores_everything_exactly_once(
-    start_run: StartRun, generation: str, traces: int, post_route: str
+    start_run: StartRun, version: str, traces: int, post_route: str
 ) -> None:
     scenario = backlog(traces)
-    run = start_run(scenario, target_for(scenario), generation=generation, llm_faults=FaultConfig(latency=0.1))
+    run = start_run(scenario, target_for(scenario), version=version, llm_faults=FaultConfig(latency=0.1))
     lf, llm = run.lf, run.llm
     env = worker_environment(
         lf,

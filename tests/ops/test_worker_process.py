@@ -172,7 +172,9 @@ def backlog(traces: int, *, live: int = 0, spacing: float = 1.0, seed: int = 7) 
     trace lasts at most a minute), so a first tick finds every trace ready."""
     end = None if live else (datetime.now(UTC) - timedelta(minutes=2)).isoformat()
     scenario = Scenario(seed=seed, traces=traces, live=live, spacing=spacing, end=end, datasets=())
-    return LangfuseOptions(scenario=scenario)
+    # 4.60: the real behaviours (rows at span end, flattened metadata) with score lists, whose
+    # POST /scores the latency scripts below hold in flight.
+    return LangfuseOptions(version="4.60.0", scenario=scenario)
 
 
 #: The default stand-in's traces: 8 that started before it did, 3 more starting in its first 1.5 s.

@@ -173,21 +173,28 @@ class TraceSource(SourceBase):
         hold = window.end
         ready: dict[str, TraceRoot] = {}
         read = TimeWindow(window.start - reread, window.end)
+        roots = []
         async for root in self.client.reads.list_trace_roots(read, self.filter):
             self.scorer.progress()
-            if root.trace_id in ready:
+            roots.append(root)
+        # Behind the window, only what is not scored yet is news (e.g. a long trace that just ended).
+        behind = [r.trace_id for r in roots if r.start_time < window.start]
+        done = {
+            t
+            for t, h in self.state.scored_hashes(self.target.name, behind).items()
+            if h == self.scorer.plan.config_hash
+        }
+        for root in roots:
+            if root.trace_id in ready or root.trace_id in done:
                 continue
-            fresh = root.start_time >= window.start
-            if fresh:
-                report.seen += 1
-                self.scorer.telemetry.traces_seen(self.target.name)
+            report.seen += 1
+            self.scorer.telemetry.traces_seen(self.target.name)
             if not sampled(root.trace_id, self.target.sample_rate):
-                if fresh:
-                    report.skipped["sampled out"] += 1
+                report.skipped["sampled out"] += 1
                 continue
             unfinished = root.end_time is None and root.start_time > give_up_waiting
             if unfinished or (root.end_time is not None and root.end_time > quiet_since):
-                report.deferred += fresh
+                report.deferred += 1
                 hold = min(hold, root.start_time + reread)
                 continue
             ready[root.trace_id] = root
