@@ -493,22 +493,6 @@ async def test_a_missing_score_route_is_a_contract_failure(
     assert len(fake.calls_to("POST", "/api/public/ingestion")) == 1
 
 
-async def test_one_score_refused_while_others_went_through_is_rejected(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
-    def answer(request: httpx.Request, params: dict[str, str]) -> Reply:
-        body = json.loads(request.content)
-        if any(s["traceId"] == "bad" for s in body):
-            return Reply(400, {"message": "Invalid request data"})
-        return Reply(202, {"message": "Accepted"})
-
-    fake.on("POST", "/api/public/scores", answer)
-    scores = [score(trace="good"), score(trace="bad")]
-    report = await make_client(ApiGeneration.V4).post_scores(scores)
-    assert [s.subject.trace_id for s in report.accepted] == ["good"]
-    assert [(r.score.subject.trace_id, r.by) for r in report.rejected] == [("bad", "server")]
-
-
 async def test_a_rescore_sends_every_field_so_a_merge_leaves_nothing_stale(
     v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
