@@ -135,8 +135,8 @@ StartRun = Callable[..., Run]
 
 @pytest.fixture
 def start_run(tmp_path: Path) -> Iterator[StartRun]:
-    """``start_run(scenario, target, generation=… or version=…, langfuse_faults=…, llm_faults=…)``: stand-ins up (threads),
-    expectations computed."""
+    """``start_run(scenario, target, generation=… or version=…, langfuse_faults=…, llm_faults=…)``:
+    stand-ins up (threads), expectations computed."""
     handles: list[LangfuseHandle | OpenAIHandle] = []
     runs: list[Run] = []
 
