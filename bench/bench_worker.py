@@ -57,6 +57,8 @@ from standins.worker import (
 )
 
 LANGFUSE_LATENCY = 0.02
+#: Which v4 server the stand-in plays (``--v4-version``): 4.16.0 posts score events, 4.60.0 score lists.
+V4_VERSION = "4.16.0"
 LLM_LATENCY = 0.3
 POLITE = {"metric": "aspect_critic", "name": "polite", "definition": "The final answer is polite and helpful."}
 DETERMINISTIC: list[str | dict[str, Any]] = ["tool_call_accuracy", "rouge"]
@@ -169,7 +171,7 @@ def run_worker(
     """One worker over a fresh backlog on fresh stand-ins; returns when every trace was seen by a tick."""
     scenario = scenario_for(traces)
     options = LangfuseOptions(
-        generation=generation,
+        version=V4_VERSION if generation == "v4" else "3.120.0",
         scenario=scenario,
         faults=FaultConfig(latency=LANGFUSE_LATENCY),
         validate_answers="sample",  # the package's model parser is too slow for every row of 100,000 traces
@@ -376,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-traces", default="10000,100000")
     parser.add_argument("--skip", default="", help="comma-separated: v3, memory, peer")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--v4-version", default=V4_VERSION, help="the v4 server the stand-in plays (4.16.0, 4.60.0)")
     args = parser.parse_args(argv)
+    global V4_VERSION
+    V4_VERSION = args.v4_version
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     settings = {"concurrency": args.concurrency, "batch_size": args.batch_size}
     out: dict[str, Any] = {"traces": args.traces, "settings": settings}
