@@ -20,12 +20,12 @@ from trace_scorer import __version__
 from trace_scorer.config import ConfigError, MetricEntry, Settings, TargetSettings, load_settings
 from trace_scorer.config.targets import ALL_SAMPLES
 from trace_scorer.embeddings import build_embedder
+from trace_scorer.errors import UserError
 from trace_scorer.inputs import load_inputs
 from trace_scorer.judge import build_judge
-from trace_scorer.langfuse import LangfuseAuthError
 from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.base import Resources
-from trace_scorer.metrics.registry import MetricRegistry, RegistryError, default_registry
+from trace_scorer.metrics.registry import MetricRegistry, default_registry
 from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.report import print_table, table_console, write_json_lines
@@ -212,11 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_backfill(_worker_settings(args), args.target, args.start, args.end))
         if args.command == "check":
             return asyncio.run(run_check(_worker_settings(args), table_console()))
-    except (ConfigError, RegistryError) as exc:
-        print(f"trace-scorer: configuration error:\n{exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except LangfuseAuthError as exc:
-        print(f"trace-scorer: {exc}", file=sys.stderr)
+    except UserError as exc:
+        print(f"trace-scorer: {exc.heading}{exc}", file=sys.stderr)
         return EXIT_CONFIG
     raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover - argparse requires one
 

@@ -7,9 +7,13 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
+from trace_scorer.errors import UserError
 
-class ConfigError(Exception):
+
+class ConfigError(UserError):
     """Invalid configuration: the message names the key and the reason. The CLI exits 2 on it."""
+
+    heading = "configuration error:\n"
 
 
 class StrictModel(BaseModel):

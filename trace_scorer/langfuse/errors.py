@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from trace_scorer.errors import UserError
+
 
 class LangfuseError(Exception):
     """Base of every error the adapter raises."""
@@ -34,7 +36,7 @@ class LangfuseHTTPError(LangfuseError):
         return self._text()
 
 
-class LangfuseAuthError(LangfuseHTTPError):
+class LangfuseAuthError(LangfuseHTTPError, UserError):
     """401/403: the keys are wrong, for another project, or for another server or region."""
 
     def __init__(self, *, endpoint: str, status: int, message: str, base_url: str) -> None:
@@ -80,7 +82,7 @@ class LangfuseResponseError(LangfuseError):
         super().__init__(f"{endpoint}: unexpected response: {detail}")
 
 
-class LangfuseContractError(LangfuseError):
+class LangfuseContractError(LangfuseError, UserError):
     """The server refused a request as a whole for its shape (a route or body this version does not take).
 
     Not a rejected score and not an outage: nothing is settled, and retrying the same request cannot

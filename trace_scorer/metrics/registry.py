@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import trace_scorer.metrics as builtin_package
+from trace_scorer.errors import UserError
 from trace_scorer.metrics.base import Metric
 
 ENTRY_POINT_GROUP = "trace_scorer.metrics"
@@ -23,8 +24,10 @@ ENTRY_POINT_GROUP = "trace_scorer.metrics"
 MetricClass = type[Metric[Any]]
 
 
-class RegistryError(Exception):
+class RegistryError(UserError):
     """A metric could not be registered (two with one key, a broken entry point)."""
+
+    heading = "configuration error:\n"
 
 
 def _builtin_classes() -> Iterator[MetricClass]:
