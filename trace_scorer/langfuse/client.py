@@ -146,8 +146,8 @@ class LangfuseClient:
         ``api_generation`` is one this server cannot serve. Answers are read as plain JSON for the fields
         used (older servers leave out fields the package's newest models require).
         """
-        health = await self.transport.legacy(HEALTH, HEALTH.path)
-        projects = await self.transport.legacy(PROJECTS, PROJECTS.path)
+        health = await self.transport.plain(HEALTH, HEALTH.path)
+        projects = await self.transport.plain(PROJECTS, PROJECTS.path)
         data = projects.body.get("data") if isinstance(projects.body, dict) else None
         if not data or not isinstance(data[0], dict) or "id" not in data[0]:
             raise LangfuseResponseError(endpoint=PROJECTS.label, detail="no project belongs to these keys")
@@ -211,12 +211,12 @@ class LangfuseClient:
         now = self.clock.now()
         since = serialize_datetime(now - timedelta(minutes=1))
         try:
-            await self.transport.legacy(
+            await self.transport.plain(
                 OBSERVATIONS_V2,
                 OBSERVATIONS_V2.path,
                 params={"fields": "core", "limit": 1, "fromStartTime": since, "toStartTime": serialize_datetime(now)},
             )
-            await self.transport.legacy(
+            await self.transport.plain(
                 EXPERIMENTS, EXPERIMENTS.path, params={"fields": "core", "limit": 1, "fromStartTime": since}
             )
         except LangfuseHTTPError as error:
@@ -230,7 +230,7 @@ class LangfuseClient:
         """Why the legacy trace list is not served (v4 ``events_only`` answers 404), or None if it is."""
         now = self.clock.now()
         try:
-            await self.transport.legacy(
+            await self.transport.plain(
                 TRACES_LIST,
                 TRACES_LIST.path,
                 params={

@@ -35,7 +35,7 @@ class DatasetsByName:
 
     async def get(self, name: str) -> Dataset:
         if name not in self._datasets:
-            answer = await self._transport.legacy(DATASET_GET, f"/api/public/v2/datasets/{quote(name, safe='')}")
+            answer = await self._transport.plain(DATASET_GET, f"/api/public/v2/datasets/{quote(name, safe='')}")
             body = answer.body
             if not isinstance(body, Mapping) or not body.get("id"):
                 raise LangfuseResponseError(endpoint=DATASET_GET.label, detail="no dataset id in the answer")
@@ -60,7 +60,7 @@ class DatasetItemCache:
         if hit is not None and now - hit[0] < ITEM_TTL_SECONDS:
             return hit[1]
         try:
-            answer = await self._transport.legacy(
+            answer = await self._transport.plain(
                 DATASET_ITEM_GET, f"/api/public/dataset-items/{quote(item_id, safe='')}"
             )
             if not isinstance(answer.body, Mapping):

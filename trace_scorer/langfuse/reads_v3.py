@@ -83,7 +83,7 @@ class V3Reader:
         """Page through a page/limit endpoint until ``meta.totalPages`` (or an empty page)."""
         page = 1
         while True:
-            answer = await self._transport.legacy(endpoint, path, params={**params, "page": page, "limit": self._limit})
+            answer = await self._transport.plain(endpoint, path, params={**params, "page": page, "limit": self._limit})
             body = answer.body
             if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
                 raise LangfuseResponseError(endpoint=endpoint.label, detail="no data list in the answer")
@@ -117,7 +117,7 @@ class V3Reader:
     async def fetch_trace(self, trace_id: str) -> TraceRows:
         """``/traces/{id}`` with its observations, as v4 rows; a missing trace has no rows."""
         try:
-            answer = await self._transport.legacy(
+            answer = await self._transport.plain(
                 TRACE_GET,
                 f"/api/public/traces/{quote(trace_id, safe='')}",
                 params={"fields": TRACE_GET_FIELDS},
@@ -196,7 +196,7 @@ class V3Reader:
             items = await self._run_with_items(dataset_name, experiment.name)
             self._run_items[experiment.id] = items
             return len(items)
-        answer = await self._transport.legacy(
+        answer = await self._transport.plain(
             DATASET_RUN_ITEMS,
             DATASET_RUN_ITEMS.path,
             params={"datasetId": experiment.dataset_id, "runName": experiment.name, "page": 1, "limit": 1},
@@ -208,7 +208,7 @@ class V3Reader:
     async def _run_with_items(self, dataset_name: str, run_name: str) -> list[Mapping[str, Any]]:
         """2.x: ``GET /datasets/{name}/runs/{runName}`` answers the run with all its items."""
         path = f"/api/public/datasets/{quote(dataset_name, safe='')}/runs/{quote(run_name, safe='')}"
-        answer = await self._transport.legacy(DATASET_RUN, path)
+        answer = await self._transport.plain(DATASET_RUN, path)
         body = answer.body
         items = body.get("datasetRunItems") if isinstance(body, Mapping) else None
         if not isinstance(items, list):

@@ -151,7 +151,7 @@ class V4Reader:
         async def fetch(cursor: str | None) -> Any:
             while True:
                 try:
-                    answer = await self._transport.legacy(
+                    answer = await self._transport.plain(
                         OBSERVATIONS_V2,
                         OBSERVATIONS_V2.path,
                         params={**params, "limit": self.page_size, "cursor": cursor},

@@ -90,7 +90,7 @@ class ScoreConfigs:
         bodies: list[Mapping[str, Any]] = []
         page = 1
         while True:
-            answer = await self._transport.legacy(
+            answer = await self._transport.plain(
                 SCORE_CONFIGS_LIST, SCORE_CONFIGS_LIST.path, params={"page": page, "limit": LIST_LIMIT}
             )
             body = answer.body

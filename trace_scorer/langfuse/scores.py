@@ -44,7 +44,7 @@ from trace_scorer.langfuse.errors import (
 from trace_scorer.langfuse.ids import format_timestamp, ingestion_event_id, normalize_timestamp
 from trace_scorer.langfuse.score_validation import validate_score
 from trace_scorer.langfuse.server import ScorePosting
-from trace_scorer.langfuse.transport import LegacyAnswer, Transport, error_message
+from trace_scorer.langfuse.transport import PlainAnswer, Transport, error_message
 from trace_scorer.langfuse.types import (
     DeliveryReport,
     RejectedScore,
@@ -259,11 +259,11 @@ class ScorePoster:
             endpoint=error.endpoint, server_version=self._server_version, detail=f"HTTP {error.status}: {error.message}"
         )
 
-    async def _request(self, body: Any) -> LegacyAnswer | LangfuseHTTPError:
+    async def _request(self, body: Any) -> PlainAnswer | LangfuseHTTPError:
         """Send one request; a whole-request 4xx comes back as the error (to bisect, split or judge),
         a dead Langfuse stops the call, a missing route raises."""
         try:
-            return await self._transport.legacy(self.endpoint, self.endpoint.path, body=body, accept=(207,))
+            return await self._transport.plain(self.endpoint, self.endpoint.path, body=body, accept=(207,))
         except LangfuseAuthError:
             raise
         except LangfuseTransportError as error:

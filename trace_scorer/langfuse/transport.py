@@ -1,7 +1,10 @@
 """The one place requests leave for Langfuse: budget, retries, counters and error mapping.
 
-Two kinds of call: through the ``langfuse`` package's generated client (its own retries off), and
-plain httpx for the v3 legacy endpoints the package no longer has, with the same Basic auth.
+Two kinds of call, with the same Basic auth, budget and retries: :meth:`Transport.call` through the
+``langfuse`` package's generated client (its own retries off), and :meth:`Transport.plain`, plain httpx
+returning the JSON as sent — for the legacy endpoints the package no longer has, and for every answer
+read tolerantly (older servers leave out fields the package's newest models require; observation pages
+are too large to parse into models).
 Errors come out typed (:mod:`.errors`) with the server's message and never a secret.
 """
 
@@ -49,7 +52,9 @@ class Answer(Generic[T]):
 
 
 @dataclass(frozen=True, slots=True)
-class LegacyAnswer:
+class PlainAnswer:
+    """A 2xx (or accepted) answer of :meth:`Transport.plain`: status and the JSON body."""
+
     status: int
     body: Any
 
@@ -124,7 +129,7 @@ class Transport:
             return await attempt()
         return await self._policy.run(endpoint.label, attempt)
 
-    async def legacy(
+    async def plain(
         self,
         endpoint: Endpoint,
         path: str,
@@ -132,11 +137,11 @@ class Transport:
         params: Mapping[str, QueryValue] | None = None,
         body: Any = None,
         accept: Sequence[int] = (),
-    ) -> LegacyAnswer:
-        """A plain httpx call to a legacy (v3) endpoint; 2xx and ``accept`` statuses are answers."""
+    ) -> PlainAnswer:
+        """A plain httpx call answered with JSON; 2xx and ``accept`` statuses are answers."""
         query = _query(params or {})
 
-        async def attempt() -> LegacyAnswer:
+        async def attempt() -> PlainAnswer:
             await self._budget.acquire()
             started = time.perf_counter()
             try:
@@ -165,7 +170,7 @@ class Transport:
                     raise LangfuseResponseError(
                         endpoint=endpoint.label, detail=f"not JSON: {_short(content)}"
                     )
-                return LegacyAnswer(status=response.status_code, body=content)
+                return PlainAnswer(status=response.status_code, body=content)
             raise self._error(endpoint, response.status_code, response.headers, content)
 
         return await self._policy.run(endpoint.label, attempt)
