@@ -85,7 +85,7 @@ class StoredResult:
 
     subject: str
     item_id: str | None
-    outcomes: str  # JSON, see trace_scorer.worker.outcomes
+    outcomes: str  # JSON, see trace_scorer.worker.scores
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from trace_scorer.metrics.base import Failed, Metric, MetricOptions, MetricOutpu
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
 from trace_scorer.ops import Ops
 from trace_scorer.sample import Sample
-from trace_scorer.worker.batch import TickReport
 from trace_scorer.worker.service import Context, open_context
+from trace_scorer.worker.tick import TickReport
 
 # Production traces carry their references in the trace's metadata (as teams attach golden calls).
 REFERENCES = {

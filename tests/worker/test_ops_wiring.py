@@ -23,8 +23,8 @@ from tests.worker.conftest import MakeHarness, agent_trace, traces_target
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.ops import Health, Ops
-from trace_scorer.worker.batch import TickReport
 from trace_scorer.worker.service import Worker, open_context, unless_stopped
+from trace_scorer.worker.tick import TickReport
 
 
 async def test_a_long_tick_reports_progress_to_liveness(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:

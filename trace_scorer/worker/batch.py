@@ -11,14 +11,12 @@ The rules that keep scores neither lost nor duplicated:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
 
-from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject
 from trace_scorer.metrics.base import Failed, Skipped
@@ -27,7 +25,8 @@ from trace_scorer.pipeline import Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan
 from trace_scorer.sample import Sample
 from trace_scorer.state import StateStore
-from trace_scorer.worker.outcomes import scores_to_post
+from trace_scorer.worker.scores import scores_to_post
+from trace_scorer.worker.tick import TickReport
 
 log = structlog.get_logger(__name__)
 
@@ -48,38 +47,6 @@ class WorkItem:
         return self.sample.trace_id or self.sample.id
 
 
-@dataclass
-class TickReport:
-    """What one tick did: logged as one event, exported as metrics."""
-
-    target: str
-    window: str = ""
-    seen: int = 0
-    scored: int = 0
-    deferred: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    failed: int = 0
-    gave_up: int = 0
-    scores_posted: int = 0
-    scores_rejected: int = 0
-    runs_posted: int = 0
-
-    def as_log(self) -> dict[str, object]:
-        return {
-            "window": self.window,
-            "traces_seen": self.seen,
-            "traces_scored": self.scored,
-            "traces_deferred": self.deferred,
-            "traces_skipped": sum(self.skipped.values()),
-            "skipped_by_reason": dict(self.skipped),
-            "traces_failed": self.failed,
-            "traces_given_up": self.gave_up,
-            "scores_posted": self.scores_posted,
-            "scores_rejected": self.scores_rejected,
-            "runs_posted": self.runs_posted,
-        }
-
-
 class LangfuseUnavailable(Exception):
     """Scores could not be delivered after the retries: stop the tick, keep the watermark, try again later."""
 
@@ -89,24 +56,6 @@ class BatchResult:
     results: list[SampleResult]
     #: Traces whose scores all have a final answer (accepted or rejected).
     settled: set[str]
-
-
-class SourceBase:
-    """What both sources hold: their target, the Langfuse client, the state and the batch scorer."""
-
-    def __init__(
-        self,
-        target: TargetSettings,
-        settings: Settings,
-        client: LangfuseClient,
-        state: StateStore,
-        scorer: BatchScorer,
-    ) -> None:
-        self.target = target
-        self.client = client
-        self.state = state
-        self.scorer = scorer
-        self.batch_size = settings.worker.batch_size
 
 
 class BatchScorer:

@@ -20,10 +20,10 @@ from trace_scorer.langfuse import LangfuseClient, LangfuseError, LangfuseNotFoun
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.plan import build_plan
-from trace_scorer.worker.batch import TickReport
 from trace_scorer.worker.dataset_runs import DatasetRunSource
-from trace_scorer.worker.outcomes import config_specs
+from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.service import open_context, utc_now
+from trace_scorer.worker.tick import TickReport
 from trace_scorer.worker.traces import TraceSource, trace_filter
 
 

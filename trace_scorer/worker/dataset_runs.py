@@ -27,8 +27,10 @@ from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, LangfuseC
 from trace_scorer.pipeline import SampleResult
 from trace_scorer.sample import Sample
 from trace_scorer.state import RunState, StateStore, StoredResult
-from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, SourceBase, TickReport, WorkItem
-from trace_scorer.worker.outcomes import decode_outcomes, encode_outcomes, scores_to_post
+from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, WorkItem
+from trace_scorer.worker.scores import decode_outcomes, encode_outcomes, scores_to_post
+from trace_scorer.worker.source import SourceBase
+from trace_scorer.worker.tick import TickReport
 
 log = structlog.get_logger(__name__)
 

@@ -39,9 +39,10 @@ from trace_scorer.ops import Ops
 from trace_scorer.pipeline import Pipeline
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.state import StateStore
-from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, TickReport
+from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
-from trace_scorer.worker.outcomes import config_specs
+from trace_scorer.worker.scores import config_specs
+from trace_scorer.worker.tick import TickReport
 from trace_scorer.worker.traces import TraceSource
 
 log = structlog.get_logger(__name__)

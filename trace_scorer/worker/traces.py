@@ -30,7 +30,9 @@ from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import LangfuseClient, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.state import StateStore
-from trace_scorer.worker.batch import BatchScorer, SourceBase, TickReport, WorkItem
+from trace_scorer.worker.batch import BatchScorer, WorkItem
+from trace_scorer.worker.source import SourceBase
+from trace_scorer.worker.tick import TickReport
 
 log = structlog.get_logger(__name__)
 

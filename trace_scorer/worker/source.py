@@ -1,0 +1,28 @@
+"""What both sources (production traces, dataset runs) hold: their target, the Langfuse client, the
+state and the batch scorer."""
+
+from __future__ import annotations
+
+from trace_scorer.config.settings import Settings
+from trace_scorer.config.targets import TargetSettings
+from trace_scorer.langfuse import LangfuseClient
+from trace_scorer.state import StateStore
+from trace_scorer.worker.batch import BatchScorer
+
+
+class SourceBase:
+    """What both sources hold: their target, the Langfuse client, the state and the batch scorer."""
+
+    def __init__(
+        self,
+        target: TargetSettings,
+        settings: Settings,
+        client: LangfuseClient,
+        state: StateStore,
+        scorer: BatchScorer,
+    ) -> None:
+        self.target = target
+        self.client = client
+        self.state = state
+        self.scorer = scorer
+        self.batch_size = settings.worker.batch_size
