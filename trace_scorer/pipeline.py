@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import structlog
 
@@ -66,30 +65,11 @@ class GroupResult(_NamedOutcomes):
     kpi_names: frozenset[str] = frozenset()
 
 
-@dataclass
-class PipelineStats:
-    """Counts per score name, for the run summary and (later) the worker's metrics."""
-
-    scored: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
-    failed: Counter[tuple[str, str]] = field(default_factory=Counter)
-
-    def record(self, outcomes: Mapping[str, Outcome]) -> None:
-        for name, outcome in outcomes.items():
-            if isinstance(outcome, Score):
-                self.scored[name] += 1
-            elif isinstance(outcome, Skipped):
-                self.skipped[(name, outcome.reason)] += 1
-            else:
-                self.failed[(name, outcome.reason)] += 1
-
-
 class Pipeline:
     """Scores samples and groups with one target's plan."""
 
     def __init__(self, plan: TargetPlan) -> None:
         self.plan = plan
-        self.stats = PipelineStats()
         self._kpi_names = frozenset(k.name for k in plan.group_kpis)
         self._warned_resources: set[str] = set()
 
@@ -106,7 +86,6 @@ class Pipeline:
                 for produced in await asyncio.gather(*(self._run_metric(m, sample, outcomes) for m in remote)):
                     outcomes.update(produced)
         self._evaluate_kpis(self.plan.sample_kpis, outcomes)
-        self.stats.record(outcomes)
         return SampleResult(sample, outcomes, self._kpi_names)
 
     async def score_samples(self, samples: Iterable[Sample], *, concurrency: int = 1) -> AsyncIterator[SampleResult]:
@@ -164,7 +143,6 @@ class Pipeline:
                 output = Failed(f"{type(exc).__name__}: {exc}")
             outcomes.update(self._named(metric, output, subject=f"group {key}"))
         self._evaluate_kpis(self.plan.group_kpis, outcomes)
-        self.stats.record({n: o for n, o in outcomes.items() if n not in self.plan.sample_score_names()})
         return GroupResult(key, len(results), outcomes, self._kpi_names)
 
     # -- shared -----------------------------------------------------------------------------------

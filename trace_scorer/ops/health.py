@@ -101,10 +101,6 @@ class Health:
             if target in self._targets:
                 self._targets[target].last_activity = self._clock()
 
-    def unwatch(self, target: str) -> None:
-        with self._lock:
-            self._targets.pop(target, None)
-
     def langfuse_ok(self, detail: str = "Langfuse reachable, credentials valid") -> None:
         with self._lock:
             self._langfuse_ok = True
