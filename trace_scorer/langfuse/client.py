@@ -201,11 +201,6 @@ class LangfuseClient:
             return ApiGeneration.V3, "version"
         return (ApiGeneration.V4 if await self._serves_v4() else ApiGeneration.V3), "probed"
 
-    async def probe_generation(self) -> ApiGeneration:
-        """The generation :meth:`choose_generation` picks (kept for callers that only want the answer)."""
-        generation, _ = await self.choose_generation()
-        return generation
-
     async def _serves_v4(self) -> bool:
         """Both v4 reads answer. 404 (JSON or Next.js's HTML page) and 501 (3.143–3.158) mean no."""
         now = self.clock.now()

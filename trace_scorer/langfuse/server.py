@@ -22,8 +22,6 @@ from dataclasses import dataclass
 
 #: First self-hosted release whose ``POST /api/public/scores`` takes a JSON list (the docs; SDK v5).
 BATCH_SCORES_VERSION = (4, 59, 0)
-#: First release with the ``filter`` query parameter on ``GET /api/public/traces``.
-TRACES_FILTER_VERSION = (3, 116, 1)
 #: First major version whose scores can name a ``datasetRunId`` (run-level scores).
 RUN_SCORES_MAJOR = 3
 
@@ -83,11 +81,6 @@ class ServerCapabilities:
     def run_scores(self) -> bool:
         """Scores on a dataset run (``datasetRunId``): not on 2.x, which requires a ``traceId``."""
         return self.major is None or self.major >= RUN_SCORES_MAJOR
-
-    @property
-    def traces_filter(self) -> bool:
-        """``GET /traces`` honours ``filter`` (older servers drop it silently; we filter client-side anyway)."""
-        return self.version is None or self.version >= TRACES_FILTER_VERSION
 
     @property
     def config_ranges_exclusive(self) -> bool:

@@ -38,9 +38,8 @@ class TraceScanner:
         self._max_rows = max_rows
         self._slack = slack
         self._now = now
-        #: How often a window was too full and split; how many traces were fetched on their own.
+        #: How often a window was too full and split.
         self.splits = 0
-        self.single_fetches = 0
         #: Most rows held at once (for tests and logs).
         self.peak_rows = 0
 
@@ -58,7 +57,6 @@ class TraceScanner:
 
     async def _scan(self, roots: list[TraceRoot]) -> AsyncIterator[TraceRows]:
         if len(roots) == 1:
-            self.single_fetches += 1
             yield await self._fetch_one(roots[0])
             return
         pending = {r.trace_id: r for r in roots}

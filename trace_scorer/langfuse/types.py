@@ -272,14 +272,6 @@ class DeliveryReport:
         """Every score has a final answer (accepted or rejected): the caller may move on."""
         return not self.undelivered and not self.unattributed
 
-    def merge(self, other: DeliveryReport) -> None:
-        self.accepted += other.accepted
-        self.rejected += other.rejected
-        self.undelivered += other.undelivered
-        self.unattributed += other.unattributed
-        self.errors += other.errors
-        self.requests += other.requests
-
 
 class LangfuseReads(Protocol):
     """The reads the sources use; one implementation per API generation."""
