@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-traces", default="10000,100000")
     parser.add_argument("--skip", default="", help="comma-separated: v3, memory, peer")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
-    parser.add_argument("--v4-version", default=V4_VERSION, help="the v4 server the stand-in plays (4.16.0, 4.60.0)")
+    parser.add_argument("--v4-version", default="4.16.0", help="the v4 server the stand-in plays (4.16.0, 4.60.0)")
     args = parser.parse_args(argv)
     global V4_VERSION
     V4_VERSION = args.v4_version
