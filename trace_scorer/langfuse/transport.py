@@ -43,7 +43,7 @@ QueryValue = str | int | bool | Sequence[str] | None
 
 
 @dataclass(frozen=True, slots=True)
-class Answer(Generic[T]):
+class ClientAnswer(Generic[T]):
     """A 2xx answer: status, the package's parsed model, and the body as plain JSON."""
 
     status: int
@@ -87,13 +87,13 @@ class Transport:
         send: Callable[[RequestOptions], Awaitable[AsyncHttpResponse[T]]],
         *,
         retry: bool = True,
-    ) -> Answer[T]:
+    ) -> ClientAnswer[T]:
         """One generated-client call (``send(NO_RETRIES)``), with our budget and (unless told) retries.
 
         ``retry=False`` is for requests that are not idempotent: the caller decides what to do.
         """
 
-        async def attempt() -> Answer[T]:
+        async def attempt() -> ClientAnswer[T]:
             await self._budget.acquire()
             started = time.perf_counter()
 
@@ -123,7 +123,7 @@ class Transport:
             # the plain JSON as Langfuse sent it (absent fields stay absent), so read the raw response.
             raw = response._response
             count(str(raw.status_code))
-            return Answer(status=raw.status_code, data=response.data, body=raw.json())
+            return ClientAnswer(status=raw.status_code, data=response.data, body=raw.json())
 
         if not retry:
             return await attempt()

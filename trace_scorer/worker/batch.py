@@ -52,7 +52,7 @@ class LangfuseUnavailable(Exception):
 
 
 @dataclass
-class BatchResult:
+class ScoredBatch:
     results: list[SampleResult]
     #: Traces whose scores all have a final answer (accepted or rejected).
     settled: set[str]
@@ -88,7 +88,7 @@ class BatchScorer:
         if self._progress is not None:
             self._progress()
 
-    async def run(self, items: Sequence[WorkItem], report: TickReport, now: datetime) -> BatchResult:
+    async def run(self, items: Sequence[WorkItem], report: TickReport, now: datetime) -> ScoredBatch:
         """Score ``items``, post, record. Raises :class:`LangfuseUnavailable` when delivery is incomplete
         (after recording what did settle)."""
         by_id = {item.sample.id: item for item in items}
@@ -134,7 +134,7 @@ class BatchScorer:
             raise LangfuseUnavailable(
                 f"{len(delivery.undelivered)} scores undelivered: {'; '.join(delivery.errors[-3:]) or 'unknown'}"
             )
-        return BatchResult(results, settled)
+        return ScoredBatch(results, settled)
 
     def _record_failure(self, item: WorkItem, failures: dict[str, str], report: TickReport, now: datetime) -> None:
         previous = self.state.failure(self.target.name, item.trace_id)
