@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,16 +20,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from trace_scorer import __version__
 from trace_scorer.config import ConfigError, MetricEntry, Settings, TargetSettings, load_settings
 from trace_scorer.config.targets import ALL_SAMPLES
-from trace_scorer.embeddings import build_embedder
 from trace_scorer.errors import UserError
 from trace_scorer.inputs import load_inputs
-from trace_scorer.judge import build_judge
 from trace_scorer.logs import configure_logging
-from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
 from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.report import print_table, table_console, write_json_lines
+from trace_scorer.resources import open_resources
 from trace_scorer.sample import Sample
 from trace_scorer.worker.commands import run_backfill, run_check
 from trace_scorer.worker.service import run_worker
@@ -120,11 +119,9 @@ async def _score(
 ) -> tuple[TargetPlan, list[SampleResult], list[GroupResult]]:
     """Build the judge, the embedder and the plan, score every sample, then the groups; the judge and the
     embedder are closed in this loop."""
-    judge = build_judge(settings, tracing_default=False)
-    embedder = None
+    stack = AsyncExitStack()
     try:
-        embedder = build_embedder(settings)
-        resources = Resources(judge=judge, embedder=embedder)
+        resources = open_resources(settings, stack, tracing_default=False)
         plan = build_plan(target, index=index, registry=default_registry(), resources=resources)
         pipeline = Pipeline(plan)
         remote = any(not m.deterministic() for m in plan.sample_metrics)
@@ -153,10 +150,7 @@ async def _score(
             groups = [await pipeline.score_group(key, group) for key, group in members.items()]
         return plan, results, groups
     finally:
-        if embedder is not None:
-            await embedder.aclose()
-        if judge is not None:
-            await judge.aclose()
+        await stack.aclose()
 
 
 def run_score(args: argparse.Namespace) -> int:

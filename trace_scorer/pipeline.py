@@ -15,7 +15,7 @@ import structlog
 
 from trace_scorer.embeddings.build import NO_EMBEDDER_MESSAGE
 from trace_scorer.judge.build import NO_JUDGE_MESSAGE
-from trace_scorer.kpi.formulas import Kpi
+from trace_scorer.kpi.base import Kpi
 from trace_scorer.metrics.base import Failed, GroupInput, MetricOutput, Outcome, Score, Skipped
 from trace_scorer.plan import AnyMetric, TargetPlan
 from trace_scorer.sample import Sample

@@ -18,8 +18,9 @@ from pydantic import ValidationError
 from trace_scorer.config.common import ConfigError, check_score_name
 from trace_scorer.config.settings import format_location
 from trace_scorer.config.targets import TargetSettings
+from trace_scorer.kpi.base import Kpi
 from trace_scorer.kpi.expression import ExpressionError
-from trace_scorer.kpi.formulas import Kpi, build_kpi
+from trace_scorer.kpi.formulas import build_kpi
 from trace_scorer.metrics.base import Metric, Resources
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
-from trace_scorer.config.targets import KpiEntry
+from trace_scorer.config.targets import KpiEntry, _formula_entries
+from trace_scorer.kpi.base import FormulaOptions, KpiFormula
 from trace_scorer.kpi.expression import DivisionByZero, ExpressionError, compile_expression
-from trace_scorer.kpi.formulas import build_kpi
+from trace_scorer.kpi.formulas import FORMULAS, WeightedSumOptions, build_kpi
 from trace_scorer.metrics.base import Outcome, Score, Skipped
 
 ENTRY: TypeAdapter[Any] = TypeAdapter(KpiEntry)
@@ -142,3 +144,53 @@ def test_expression_error_points_at_the_column() -> None:
 def test_deeply_nested_expression_is_fine() -> None:
     source = "(" * 200 + "a" + ")" * 200
     assert compile_expression(source).evaluate({"a": 0.5}) == 0.5
+
+
+def test_registry_lists_each_formula_once_in_the_documented_order() -> None:
+    assert list(FORMULAS) == ["average", "min", "max", "weighted_sum", "threshold", "f1", "expression"]
+    assert all(cls.key == key for key, cls in FORMULAS.items())
+
+
+def test_entry_is_validated_by_its_formula_options() -> None:
+    entry = ENTRY.validate_python({"name": "k", "formula": "weighted_sum", "weights": {"a": 1}})
+    assert isinstance(entry, KpiEntry) and isinstance(entry, WeightedSumOptions)
+    assert entry.options == WeightedSumOptions(weights={"a": 1.0})
+    # The dump (hashed into the configuration hash) is name, formula, then the options with their defaults.
+    assert entry.model_dump_json() == '{"name":"k","formula":"weighted_sum","weights":{"a":1.0},"normalize":false}'
+
+
+class _ScaleOptions(FormulaOptions):
+    metric: str
+    factor: float = 2.0
+
+
+class _ScaleFormula(KpiFormula[_ScaleOptions]):
+    key: ClassVar[str] = "scale"
+    Options: ClassVar[type[_ScaleOptions]] = _ScaleOptions
+
+    def inputs(self) -> tuple[str, ...]:
+        return (self.options.metric,)
+
+    def compute(self, values: Mapping[str, float]) -> float:
+        return self.options.factor * values[self.options.metric]
+
+    def describe(self) -> str:
+        return f"{self.options.factor:g}·{self.options.metric}"
+
+
+@pytest.fixture
+def scale_formula(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    _formula_entries.cache_clear()
+    monkeypatch.setitem(FORMULAS, "scale", _ScaleFormula)
+    yield
+    monkeypatch.undo()
+    _formula_entries.cache_clear()
+
+
+@pytest.mark.usefixtures("scale_formula")
+def test_a_formula_is_one_class_in_the_registry() -> None:
+    assert value({"formula": "scale", "metric": "rouge"}) == Score(
+        0.8, "scale: 2·rouge", details={"inputs": {"rouge": 0.4}}
+    )
+    with pytest.raises(ValidationError, match=r"scale\.metric\n  Field required"):
+        ENTRY.validate_python({"name": "k", "formula": "scale"})

@@ -13,7 +13,7 @@ from standins.generate import DatasetSpec, Scenario
 from standins.handles import LangfuseHandle, OpenAIHandle, start_langfuse, start_openai
 from standins.langfuse_server import LangfuseOptions
 from standins.openai_server import OpenAIOptions
-from trace_scorer.config.langfuse import LangfuseSettings, RetrySettings
+from trace_scorer.config.langfuse import LangfuseRetrySettings, LangfuseSettings
 from trace_scorer.langfuse import LangfuseClient
 
 #: A backlog well in the past: every row is visible, and a local Corpus of the same scenario is identical.
@@ -94,7 +94,7 @@ async def client_for() -> AsyncIterator[MakeClient]:
             "public_key": handle.public_key,
             "secret_key": SecretStr(secret or handle.secret_key),
             "timeout": 10.0,
-            "retry": RetrySettings(initial=0.02, max=0.2, max_attempts=10),
+            "retry": LangfuseRetrySettings(initial=0.02, max=0.2, max_attempts=10),
         }
         values.update(overrides)
         client = LangfuseClient(LangfuseSettings(**values))

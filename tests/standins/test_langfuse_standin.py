@@ -300,7 +300,7 @@ async def test_scores_read_back_through_the_packages_own_client(
 
 async def test_judge_traces_arrive_over_otlp_from_the_langfuse_package(start_lf: StartLangfuse) -> None:
     from trace_scorer.judge.tracing import JudgeTracer
-    from trace_scorer.judge.usage import Usage
+    from trace_scorer.providers.usage import Usage
 
     lf = start_lf()
     tracer = JudgeTracer(

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from trace_scorer.config.judge import RetrySettings
+from trace_scorer.config.judge import ProviderRetrySettings
 
 #: The provider name that means "a sentence-transformers model on this machine".
 LOCAL_PROVIDER = "local"
 
 
-class EmbeddingSettings(RetrySettings):
+class EmbeddingSettings(ProviderRetrySettings):
     """``[embeddings]``: which model embeds texts, batch size, cache."""
 
     #: The default embedding model: ``provider/model-id`` or ``local/all-MiniLM-L6-v2``. Unset: the first

@@ -83,7 +83,7 @@ class ProviderSettings(StrictModel):
         return self
 
 
-class RetrySettings(StrictModel):
+class ProviderRetrySettings(StrictModel):
     """How HTTP calls to a provider are retried; shared by ``[judge]`` and ``[embeddings]``."""
 
     #: HTTP attempts per call on 429/5xx/timeouts (back-off: retry_initial_wait, ×2, up to retry_max_wait).
@@ -94,13 +94,13 @@ class RetrySettings(StrictModel):
     max_retry_after: Duration = 300.0
 
     @model_validator(mode="after")
-    def _waits_ordered(self) -> RetrySettings:
+    def _waits_ordered(self) -> ProviderRetrySettings:
         if self.retry_initial_wait > self.retry_max_wait:
             raise ValueError("retry_initial_wait is longer than retry_max_wait")
         return self
 
 
-class JudgeSettings(RetrySettings):
+class JudgeSettings(ProviderRetrySettings):
     """``[judge]``: how every judge call is made, whichever provider serves it."""
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)

@@ -16,7 +16,7 @@ from trace_scorer.config.common import Duration, StrictModel
 SCORE_BODY_LIMIT_BYTES = 1_000_000
 
 
-class RetrySettings(StrictModel):
+class LangfuseRetrySettings(StrictModel):
     """``[langfuse.retry]``: back-off for 429, 5xx, timeouts and dropped connections."""
 
     #: First wait after a failure (seconds or "2s").
@@ -31,7 +31,7 @@ class RetrySettings(StrictModel):
     retry_after_max: Duration = 300.0
 
     @model_validator(mode="after")
-    def _ordered(self) -> RetrySettings:
+    def _ordered(self) -> LangfuseRetrySettings:
         if self.max < self.initial:
             raise ValueError(f"retry.max ({self.max}s) is shorter than retry.initial ({self.initial}s)")
         return self
@@ -52,7 +52,7 @@ class LangfuseSettings(StrictModel):
     #: Cloud and self-hosted ≥ 4.59, ingestion ``score-create`` events on every other server);
     #: "scores-batch" or "ingestion" force one.
     score_posting: Literal["auto", "scores-batch", "ingestion"] = "auto"
-    retry: RetrySettings = Field(default_factory=RetrySettings)
+    retry: LangfuseRetrySettings = Field(default_factory=LangfuseRetrySettings)
     #: Requests per minute to Langfuse across all endpoints, retries included; 0 = unlimited.
     #: Langfuse Cloud Hobby allows 30/min on the general API, self-hosted has no limit.
     requests_per_minute: int = Field(default=0, ge=0)

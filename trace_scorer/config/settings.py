@@ -24,6 +24,7 @@ from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.config.logging import LogSettings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.config.worker import StateSettings, WorkerSettings
+from trace_scorer.kpi.formulas import FORMULAS
 
 DEFAULT_CONFIG_FILE = Path("settings.toml")
 
@@ -110,7 +111,8 @@ def format_location(loc: tuple[int | str, ...]) -> str:
     return text
 
 
-_KPI_TAGS = {"average", "min", "max", "weighted_sum", "threshold", "f1", "expression"}
+#: Formula names pydantic puts into the location of a KPI option's error (dropped when reporting the key).
+_KPI_TAGS = frozenset(FORMULAS)
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:

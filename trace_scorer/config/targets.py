@@ -2,17 +2,22 @@
 
 Metric options are validated later, against the metric's own ``Options`` model, when the target's
 plan is built (trace_scorer.plan): the registry, not this schema, knows each metric's options.
+KPI formula options are validated here, against the formula's own ``Options`` model, found by name
+in the formula registry (trace_scorer.kpi.formulas).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal, Union, cast
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, SerializeAsAny, TypeAdapter, model_validator
 
 from trace_scorer.config.common import Duration, ScoreName, StrictModel
 from trace_scorer.config.references import ReferenceSettings
+from trace_scorer.kpi.base import FormulaOptions
+from trace_scorer.kpi.formulas import FORMULAS, FormulaClass
 
 
 class MetricEntry(StrictModel):
@@ -32,55 +37,49 @@ class MetricEntry(StrictModel):
         return dict(self.model_extra or {})
 
 
-class _Kpi(StrictModel):
+#: The keys every ``[[targets.kpis]]`` entry has; the rest are its formula's options.
+_KPI_KEYS = frozenset({"name", "formula"})
+
+
+class KpiEntry(StrictModel):
+    """``[[targets.kpis]]``: a score name, a formula (trace_scorer.kpi.formulas) and the formula's options.
+
+    An entry is validated as one of a union, tagged by ``formula``, of one entry model per formula in the
+    registry: these two keys followed by the formula's ``Options`` fields. A validated entry is an instance
+    of its formula's entry model. Errors name the key: pydantic also puts the formula's name in their
+    location (``targets.0.kpis.0.threshold.metric``), which ``config.settings.format_location`` leaves out.
+    """
+
     name: ScoreName
+    formula: str
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_formula_entry(cls, data: Any, handler: ModelWrapValidatorHandler[KpiEntry]) -> KpiEntry:
+        if cls is not KpiEntry or isinstance(data, KpiEntry):
+            return handler(data)
+        return _formula_entries().validate_python(data)
+
+    @property
+    def options(self) -> FormulaOptions:
+        """The formula's options: this entry without ``name`` and ``formula``."""
+        options = FORMULAS[self.formula].Options
+        return options.model_validate(self.model_dump(exclude=set(_KPI_KEYS), exclude_unset=True))
 
 
-class AverageKpi(_Kpi):
-    formula: Literal["average"]
-    #: The metrics combined; all of the target's metrics when omitted.
-    metrics: list[str] | None = None
+def _entry_model(formula: FormulaClass) -> type[KpiEntry]:
+    """``name``, ``formula`` (this formula's name only), then the formula's options. Pydantic orders a
+    model's fields from its most basic class: ``KpiEntry`` comes after ``Options`` in the bases, so first."""
+    namespace = {"__module__": __name__, "__annotations__": {"formula": Literal[formula.key]}}
+    return cast("type[KpiEntry]", type(f"{formula.__name__}Entry", (formula.Options, KpiEntry), namespace))
 
 
-class MinKpi(_Kpi):
-    formula: Literal["min"]
-    metrics: list[str] | None = None
-
-
-class MaxKpi(_Kpi):
-    formula: Literal["max"]
-    metrics: list[str] | None = None
-
-
-class WeightedSumKpi(_Kpi):
-    formula: Literal["weighted_sum"]
-    weights: dict[str, float] = Field(min_length=1)
-    #: Divide by the sum of the weights (a weighted mean) instead of the plain Σ wᵢ·mᵢ.
-    normalize: bool = False
-
-
-class ThresholdKpi(_Kpi):
-    formula: Literal["threshold"]
-    metric: str
-    threshold: float
-    direction: Literal[">=", ">", "<=", "<"] = ">="
-
-
-class F1Kpi(_Kpi):
-    formula: Literal["f1"]
-    precision: str
-    recall: str
-
-
-class ExpressionKpi(_Kpi):
-    formula: Literal["expression"]
-    expression: str = Field(min_length=1, max_length=2000)
-
-
-KpiEntry = Annotated[
-    AverageKpi | MinKpi | MaxKpi | WeightedSumKpi | ThresholdKpi | F1Kpi | ExpressionKpi,
-    Field(discriminator="formula"),
-]
+@cache
+def _formula_entries() -> TypeAdapter[KpiEntry]:
+    """The entry models of the registry's formulas, as a union tagged by ``formula``."""
+    # Built at run time from the registry, so written with subscripts a type checker cannot follow.
+    union = cast(Any, Union)[tuple(_entry_model(formula) for formula in FORMULAS.values())]
+    return TypeAdapter(cast(Any, Annotated)[union, Field(discriminator="formula")])
 
 
 #: ``group_by`` value meaning "every sample read is in one group" (e.g. pass@k over a whole file).
@@ -118,7 +117,8 @@ class TargetSettings(StrictModel):
     #: source always groups by run (see ``run_groups``).
     group_by: str | None = None
     metrics: list[MetricEntry] = Field(default_factory=list)
-    kpis: list[KpiEntry] = Field(default_factory=list)
+    #: Each entry is its formula's entry model; SerializeAsAny dumps the formula's options too.
+    kpis: list[SerializeAsAny[KpiEntry]] = Field(default_factory=list)
     #: Where expected answers, goals, reference calls and topics are read from (JSON paths).
     references: ReferenceSettings = Field(default_factory=ReferenceSettings)
     filter: TraceFilterSettings = Field(default_factory=TraceFilterSettings)

@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from trace_scorer.judge.usage import Usage
+from trace_scorer.providers.usage import Usage
 
 #: One embedding, as backends hand it over (float32: what the models compute; 4 bytes a dimension).
 Vector = npt.NDArray[np.float32]

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from trace_scorer.embeddings.base import Backend, EmbeddingError, Vector
-from trace_scorer.judge.usage import Usage
+from trace_scorer.providers.usage import Usage
 
 log = structlog.get_logger(__name__)
 

@@ -13,7 +13,7 @@ from trace_scorer.config.embeddings import LOCAL_PROVIDER, EmbeddingSettings
 from trace_scorer.config.settings import Settings
 from trace_scorer.embeddings.base import Backend, Embedder
 from trace_scorer.embeddings.batching import BatchingEmbedder
-from trace_scorer.judge.limits import Sleep
+from trace_scorer.retry import Sleep
 
 if TYPE_CHECKING:  # openai and torch are slow to import: only when a model is used
     from trace_scorer.embeddings.remote import Endpoint
@@ -157,8 +157,8 @@ def build_embedder(
     missing API key, a duplicate provider name, or a provider named ``local`` that lists embedding models.
     Call ``await embedder.aclose()`` at shutdown. ``sleep`` and ``clock`` are the retries' time source.
     """
-    from trace_scorer.judge.build import check_provider_names, provider_api_key
-    from trace_scorer.judge.retry import RetryPolicy
+    from trace_scorer.providers.keys import check_provider_names, provider_api_key
+    from trace_scorer.providers.retry import RetryPolicy
 
     environ = os.environ if environ is None else environ
     check_provider_names(settings)

@@ -20,7 +20,7 @@ import numpy as np
 
 from trace_scorer.config.embeddings import LOCAL_PROVIDER
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
-from trace_scorer.judge.usage import Usage
+from trace_scorer.providers.usage import Usage
 
 #: The model the extra ships, by the name users write after ``local/``.
 BUNDLED_MODEL = "all-MiniLM-L6-v2"

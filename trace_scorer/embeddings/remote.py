@@ -1,10 +1,10 @@
 """Embedding models behind a provider's OpenAI-compatible ``POST /embeddings`` endpoint.
 
-The transport is the judge's: the ``openai`` client over a pooled httpx client (``open_client``), the
-tenacity retry policy that honours ``Retry-After`` (``RetryPolicy``), and per-provider bounds on requests
-in flight and per minute with a pause after a 429 (``ProviderLimits``). One :class:`Endpoint` per
-provider is shared by all its embedding models; its bounds are separate from the judge's chat calls to
-the same provider.
+The transport is the providers' (trace_scorer.providers, shared with the judge): the ``openai`` client
+over a pooled httpx client (``open_client``), the tenacity retry policy that honours ``Retry-After``
+(``RetryPolicy``), and per-provider bounds on requests in flight and per minute with a pause after a 429
+(``ProviderLimits``). One :class:`Endpoint` per provider is shared by all its embedding models; its bounds
+are separate from the judge's chat calls to the same provider.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import openai
 
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
-from trace_scorer.judge.limits import ProviderLimits, Sleep
-from trace_scorer.judge.providers import describe_error, open_client
-from trace_scorer.judge.retry import RetryPolicy
-from trace_scorer.judge.usage import Usage
+from trace_scorer.providers.client import describe_error, open_client
+from trace_scorer.providers.limits import ProviderLimits
+from trace_scorer.providers.retry import RetryPolicy
+from trace_scorer.providers.usage import Usage
+from trace_scorer.retry import Sleep
 
 #: Refusals that are about what the request holds (too long a text, too many tokens in one request).
 _PER_INPUT_STATUSES = frozenset({400, 413, 422})

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from trace_scorer.config.common import ConfigError
 from trace_scorer.config.settings import Settings
 from trace_scorer.judge.judge import Judge
-from trace_scorer.judge.limits import Sleep
+from trace_scorer.providers.keys import check_provider_names, provider_api_key
+from trace_scorer.retry import Sleep
 
 if TYPE_CHECKING:
     from trace_scorer.judge.tracing import JudgeTracer
@@ -22,31 +23,6 @@ NO_JUDGE_MESSAGE = (
     "(and api_key_env naming the environment variable that holds its key) to settings.toml; "
     "see docs/judges.md"
 )
-
-#: Sent as the key to endpoints that need none (vLLM, Ollama): the openai client insists on one.
-_NO_KEY = "no-key"
-
-
-def provider_api_key(index: int, name: str, variable: str | None, environ: Mapping[str, str]) -> str:
-    """The API key of ``providers[index]`` from the variable it names (ConfigError when unset)."""
-    if variable is None:
-        return _NO_KEY
-    value = environ.get(variable, "").strip()
-    if not value:
-        raise ConfigError(
-            f"providers[{index}].api_key_env: environment variable {variable} (API key of provider "
-            f"{name!r}) is not set"
-        )
-    return value
-
-
-def check_provider_names(settings: Settings) -> None:
-    """Provider names are how models are named (``provider/model-id``): each may be used once."""
-    names: set[str] = set()
-    for index, provider in enumerate(settings.providers):
-        if provider.name in names:
-            raise ConfigError(f"providers[{index}].name: provider name {provider.name!r} is used twice")
-        names.add(provider.name)
 
 
 def _tracer(settings: Settings, enabled: bool) -> JudgeTracer | None:
@@ -86,8 +62,8 @@ def build_judge(
     are the waits' time source (tests pass a virtual one so back-offs take no real time).
     """
     # openai is slow to import: only when a judge is built (offline `score` without providers never is)
-    from trace_scorer.judge.providers import Provider
-    from trace_scorer.judge.retry import RetryPolicy
+    from trace_scorer.judge.chat import Provider
+    from trace_scorer.providers.retry import RetryPolicy
 
     environ = os.environ if environ is None else environ
     check_provider_names(settings)

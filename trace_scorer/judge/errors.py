@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trace_scorer.judge.usage import Usage
+from trace_scorer.providers.usage import Usage
 
 
 class JudgeCallError(Exception):
@@ -24,5 +24,5 @@ class ProviderCallError(JudgeCallError):
     """The endpoint failed: HTTP error, timeout or connection error, after the transport retries."""
 
 
-class InvalidAnswerError(JudgeCallError):
+class NoValidAnswerError(JudgeCallError):
     """The model answered, but never with JSON that validates against the schema."""

@@ -19,16 +19,16 @@ from pydantic import BaseModel
 
 from trace_scorer.config.judge import JudgeSettings
 from trace_scorer.judge.cache import RequestCache, request_key
-from trace_scorer.judge.errors import InvalidAnswerError, JudgeCallError
+from trace_scorer.judge.errors import JudgeCallError, NoValidAnswerError
 from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
 from trace_scorer.judge.render import render_conversation
-from trace_scorer.judge.structured import AnswerInvalid, parse_answer, schema_name, strict_json_schema
-from trace_scorer.judge.usage import Usage, UsageLedger
+from trace_scorer.judge.structured import AnswerRejected, parse_answer, schema_name, strict_json_schema
+from trace_scorer.providers.usage import Usage, UsageLedger
 from trace_scorer.sample import Sample
 
 if TYPE_CHECKING:  # imported where used: openai and langfuse are slow to import, and offline
     # `score` without providers never needs them
-    from trace_scorer.judge.providers import Provider
+    from trace_scorer.judge.chat import Provider
     from trace_scorer.judge.tracing import JudgeTracer, TraceScope
 
 log = structlog.get_logger(__name__)
@@ -267,7 +267,7 @@ class Judge:
                 spent += completion.usage
                 try:
                     value = parse_answer(completion.text, schema, context)
-                except AnswerInvalid as exc:
+                except AnswerRejected as exc:
                     self._observe(ref.name, "invalid", completion.usage, completion.seconds)
                     problem = str(exc)
                     if completion.finish_reason == "length":
@@ -295,7 +295,7 @@ class Judge:
                         metadata={"http_attempts": completion.attempts, "structured_output": completion.mode},
                     )
                 return Answer(value=value, usage=spent, cached=False, attempts=attempt)
-            raise InvalidAnswerError(
+            raise NoValidAnswerError(
                 ref.name, f"no valid answer in {asks} tries (last: {problem})", usage=spent
             )
         finally:

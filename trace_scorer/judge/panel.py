@@ -4,6 +4,7 @@ Shared by every judged metric (SPEC "LLM-judged metrics: shared rules"): each mo
 verdict, the value is the mean over the models that gave one, a model whose calls fail after the retries
 is left out and named in the details, and when every model fails the metric fails for that sample (no
 score; the pipeline counts it and a later run retries). Tokens are counted per model, failures included.
+Turning a panel's result into a metric outcome is the metrics' side (trace_scorer.metrics._judged).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -20,8 +20,7 @@ from pydantic import BaseModel
 from trace_scorer.judge.errors import JudgeCallError
 from trace_scorer.judge.judge import Answer, Judge, JudgeRun
 from trace_scorer.judge.prompts import PromptTemplate
-from trace_scorer.judge.usage import Usage, total
-from trace_scorer.metrics.base import Failed, Outcome, Score, Skipped
+from trace_scorer.providers.usage import Usage, total
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -182,34 +181,3 @@ def value_comment(result: PanelResult, *, what: str, value: float, summary: str)
     if summary:
         text += f" — {summary}"
     return _clip(text + _failed_suffix(result))
-
-
-def panel_outcome(
-    result: PanelResult,
-    run: JudgeRun,
-    *,
-    comment: Callable[[PanelResult, float], str],
-    details: Mapping[str, Any],
-    nothing_to_score: str = "no model gave a value",
-) -> Outcome:
-    """Score (mean over models), Failed (every model failed) or Skipped (models answered, no value).
-
-    The outcome is also set as the run's output, so the judge trace in Langfuse shows the conclusion.
-    """
-    values = result.values()
-    full = result.details(details)
-    outcome: Outcome
-    if values:
-        value = fmean(values)
-        outcome = Score(value=value, comment=comment(result, value), details=full)
-        run.output = {"value": value, "comment": outcome.comment}
-    elif result.failures:
-        n = len(result.models)
-        reasons = "; ".join(f"{m}: {e.message}" for m, e in result.failures.items())
-        scope = "the judge model" if n == 1 else f"all {n} judge models"
-        outcome = Failed(reason=f"{scope} failed — {reasons}", details=full)
-        run.output = {"failed": outcome.reason}
-    else:
-        outcome = Skipped(nothing_to_score)
-        run.output = {"skipped": nothing_to_score}
-    return outcome

@@ -1,6 +1,6 @@
 """Asking for JSON and checking it: the ``response_format`` per mode, and validation of the answer.
 
-An answer is either a value that validates against the pydantic schema or an :class:`AnswerInvalid`
+An answer is either a value that validates against the pydantic schema or an :class:`AnswerRejected`
 with a message the model can act on (it is sent back when the judge asks again). Nothing is guessed:
 text that is not the requested JSON is never turned into a verdict.
 """
@@ -26,7 +26,7 @@ STEP_DOWN: dict[StructuredOutput, StructuredOutput | None] = {
 }
 
 
-class AnswerInvalid(Exception):
+class AnswerRejected(Exception):
     """The model's text is not valid JSON for the schema; the message says why, for the retry prompt."""
 
 
@@ -89,7 +89,7 @@ def extract_json_text(text: str) -> str:
         return stripped
     start, end = stripped.find("{"), stripped.rfind("}")
     if start == -1 or end < start:
-        raise AnswerInvalid("the answer contains no JSON object")
+        raise AnswerRejected("the answer contains no JSON object")
     return stripped[start : end + 1]
 
 
@@ -104,13 +104,13 @@ def _describe(exc: ValidationError) -> str:
 def parse_answer(text: str | None, schema: type[T], context: dict[str, Any] | None = None) -> T:
     """Validate the model's text against ``schema`` (``context`` reaches the schema's validators)."""
     if text is None or not text.strip():
-        raise AnswerInvalid("the answer was empty")
+        raise AnswerRejected("the answer was empty")
     candidate = extract_json_text(text)
     try:
         json.loads(candidate)
     except json.JSONDecodeError as exc:
-        raise AnswerInvalid(f"the answer is not valid JSON ({exc.msg} at position {exc.pos})") from None
+        raise AnswerRejected(f"the answer is not valid JSON ({exc.msg} at position {exc.pos})") from None
     try:
         return schema.model_validate_json(candidate, context=context)
     except ValidationError as exc:
-        raise AnswerInvalid(f"the JSON does not match the required format: {_describe(exc)}") from None
+        raise AnswerRejected(f"the JSON does not match the required format: {_describe(exc)}") from None

@@ -20,7 +20,7 @@ from langfuse import Langfuse
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from trace_scorer.judge.usage import Usage
+from trace_scorer.providers.usage import Usage
 
 
 class GenerationRecord:

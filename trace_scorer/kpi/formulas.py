@@ -1,29 +1,111 @@
-"""KPI formulas (SPEC.md "KPI formulas"): combine metric values into one score.
+"""The KPI formulas (SPEC.md "KPI formulas"), one class each, and the registry of them by name.
 
-A KPI reads named results (metric scores, or other KPIs). If any input has no value on a sample the KPI is
-skipped with the reason (never a silent zero); so is a division by zero.
+Each class holds its ``Options`` (the keys of its ``[[targets.kpis]]`` entry, validated with the settings
+by config/targets.py) and its arithmetic. Adding a formula: a class here and its line in ``FORMULAS``.
 """
 
 from __future__ import annotations
 
 import operator
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
-from trace_scorer.config.targets import (
-    AverageKpi,
-    ExpressionKpi,
-    F1Kpi,
-    KpiEntry,
-    MaxKpi,
-    MinKpi,
-    ThresholdKpi,
-    WeightedSumKpi,
-)
-from trace_scorer.kpi.expression import DivisionByZero, compile_expression
-from trace_scorer.metrics.base import Outcome, Score, Skipped
+from pydantic import Field
 
-Compute = Callable[[Mapping[str, float]], float]
+from trace_scorer.kpi.base import FormulaOptions, Kpi, KpiFormula, KpiSpec
+from trace_scorer.kpi.expression import compile_expression
+
+
+class CombineOptions(FormulaOptions):
+    """Options of ``average``, ``min`` and ``max``."""
+
+    #: The metrics combined; all of the target's metrics when omitted.
+    metrics: list[str] | None = None
+
+
+class _Combine(KpiFormula[CombineOptions]):
+    """One function of several results: the listed metrics, or all of the target's metrics."""
+
+    Options: ClassVar[type[CombineOptions]] = CombineOptions
+
+    def __init__(self, options: CombineOptions, metric_names: tuple[str, ...]) -> None:
+        super().__init__(options, metric_names)
+        self.names = tuple(options.metrics) if options.metrics is not None else metric_names
+        if not self.names:
+            raise ValueError("needs at least one metric")
+
+    @staticmethod
+    @abstractmethod
+    def combine(values: list[float]) -> float:
+        """The KPI from the inputs' values, in the order of ``inputs()``."""
+
+    def inputs(self) -> tuple[str, ...]:
+        return self.names
+
+    def compute(self, values: Mapping[str, float]) -> float:
+        return self.combine([values[n] for n in self.names])
+
+    def describe(self) -> str:
+        return f"{self.key}({', '.join(self.names)})"
+
+
+class AverageFormula(_Combine):
+    key: ClassVar[str] = "average"
+
+    @staticmethod
+    def combine(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+
+class MinFormula(_Combine):
+    key: ClassVar[str] = "min"
+
+    @staticmethod
+    def combine(values: list[float]) -> float:
+        return min(values)
+
+
+class MaxFormula(_Combine):
+    key: ClassVar[str] = "max"
+
+    @staticmethod
+    def combine(values: list[float]) -> float:
+        return max(values)
+
+
+class WeightedSumOptions(FormulaOptions):
+    """Options of ``weighted_sum``."""
+
+    weights: dict[str, float] = Field(min_length=1)
+    #: Divide by the sum of the weights (a weighted mean) instead of the plain Σ wᵢ·mᵢ.
+    normalize: bool = False
+
+
+class WeightedSumFormula(KpiFormula[WeightedSumOptions]):
+    """Σ wᵢ·mᵢ, or ÷ Σ wᵢ with ``normalize``."""
+
+    key: ClassVar[str] = "weighted_sum"
+    Options: ClassVar[type[WeightedSumOptions]] = WeightedSumOptions
+
+    def __init__(self, options: WeightedSumOptions, metric_names: tuple[str, ...]) -> None:
+        super().__init__(options, metric_names)
+        self.weights = dict(options.weights)
+        self.total_weight = sum(self.weights.values())
+        if options.normalize and self.total_weight == 0:
+            raise ValueError("weights: normalize = true needs weights that do not sum to 0")
+        self.divisor = self.total_weight if options.normalize else 1.0
+
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(self.weights)
+
+    def compute(self, values: Mapping[str, float]) -> float:
+        return sum(w * values[n] for n, w in self.weights.items()) / self.divisor
+
+    def describe(self) -> str:
+        text = " + ".join(f"{w:g}·{n}" for n, w in self.weights.items())
+        return f"({text}) / {self.total_weight:g}" if self.options.normalize else text
+
 
 _DIRECTIONS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -33,88 +115,106 @@ _DIRECTIONS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
-@dataclass(frozen=True)
-class Kpi:
-    """A configured KPI, ready to evaluate: its name, the results it reads, and the arithmetic."""
+class ThresholdOptions(FormulaOptions):
+    """Options of ``threshold``."""
 
-    name: str
-    formula: str
-    inputs: tuple[str, ...]
-    compute: Compute
-    description: str
-
-    def evaluate(self, results: Mapping[str, Outcome]) -> Outcome:
-        values: dict[str, float] = {}
-        for name in self.inputs:
-            outcome = results.get(name)
-            if not isinstance(outcome, Score):
-                why = "not computed" if outcome is None else outcome.reason
-                return Skipped(f"{self.name}: input {name!r} has no value ({why})")
-            values[name] = outcome.value
-        try:
-            value = self.compute(values)
-        except DivisionByZero:
-            return Skipped(f"{self.name}: division by zero in {self.description}")
-        return Score(value=value, comment=f"{self.formula}: {self.description}", details={"inputs": values})
+    metric: str
+    threshold: float
+    direction: Literal[">=", ">", "<=", "<"] = ">="
 
 
-def _average(values: list[float]) -> float:
-    return sum(values) / len(values)
+class ThresholdFormula(KpiFormula[ThresholdOptions]):
+    """1 when the metric passes the threshold in the given direction, else 0."""
+
+    key: ClassVar[str] = "threshold"
+    Options: ClassVar[type[ThresholdOptions]] = ThresholdOptions
+
+    def inputs(self) -> tuple[str, ...]:
+        return (self.options.metric,)
+
+    def compute(self, values: Mapping[str, float]) -> float:
+        passes = _DIRECTIONS[self.options.direction](values[self.options.metric], self.options.threshold)
+        return 1.0 if passes else 0.0
+
+    def describe(self) -> str:
+        return f"{self.options.metric} {self.options.direction} {self.options.threshold:g}"
 
 
-_COMBINE: dict[str, Callable[[list[float]], float]] = {"average": _average, "min": min, "max": max}
+class F1Options(FormulaOptions):
+    """Options of ``f1``."""
+
+    precision: str
+    recall: str
 
 
-def _f1(precision: float, recall: float) -> float:
-    # F1 is defined as 0 when both precision and recall are 0 (the usual convention, e.g. scikit-learn).
-    total = precision + recall
-    return 0.0 if total == 0 else 2 * precision * recall / total
+class F1Formula(KpiFormula[F1Options]):
+    """2PR / (P + R) of two results."""
+
+    key: ClassVar[str] = "f1"
+    Options: ClassVar[type[F1Options]] = F1Options
+
+    def inputs(self) -> tuple[str, ...]:
+        return (self.options.precision, self.options.recall)
+
+    def compute(self, values: Mapping[str, float]) -> float:
+        precision, recall = values[self.options.precision], values[self.options.recall]
+        # F1 is defined as 0 when both precision and recall are 0 (the usual convention, e.g. scikit-learn).
+        total = precision + recall
+        return 0.0 if total == 0 else 2 * precision * recall / total
+
+    def describe(self) -> str:
+        return f"F1({self.options.precision}, {self.options.recall})"
 
 
-def build_kpi(entry: KpiEntry, metric_names: tuple[str, ...]) -> Kpi:
+class ExpressionOptions(FormulaOptions):
+    """Options of ``expression``."""
+
+    expression: str = Field(min_length=1, max_length=2000)
+
+
+class ExpressionFormula(KpiFormula[ExpressionOptions]):
+    """An arithmetic expression over score names (the language is in kpi/expression.py).
+
+    The constructor raises :class:`~trace_scorer.kpi.expression.ExpressionError` (a ValueError, reported
+    naming the ``expression`` key) when the expression cannot be parsed.
+    """
+
+    key: ClassVar[str] = "expression"
+    Options: ClassVar[type[ExpressionOptions]] = ExpressionOptions
+
+    def __init__(self, options: ExpressionOptions, metric_names: tuple[str, ...]) -> None:
+        super().__init__(options, metric_names)
+        self.expression = compile_expression(options.expression)
+
+    def inputs(self) -> tuple[str, ...]:
+        return self.expression.names
+
+    def compute(self, values: Mapping[str, float]) -> float:
+        return self.expression.evaluate(values)
+
+    def describe(self) -> str:
+        return self.options.expression
+
+
+FormulaClass = type[KpiFormula[Any]]
+
+#: The formulas by name, in the order error messages list them. A new formula is one line here.
+FORMULAS: dict[str, FormulaClass] = {
+    cls.key: cls
+    for cls in (
+        AverageFormula,
+        MinFormula,
+        MaxFormula,
+        WeightedSumFormula,
+        ThresholdFormula,
+        F1Formula,
+        ExpressionFormula,
+    )
+}
+
+
+def build_kpi(entry: KpiSpec, metric_names: tuple[str, ...]) -> Kpi:
     """Compile one ``[[targets.kpis]]`` entry. ``metric_names``: the target's metric score names,
     used when ``metrics`` is omitted. Raises ValueError (with the reason) on a bad expression."""
-    match entry:
-        case AverageKpi() | MinKpi() | MaxKpi():
-            names = tuple(entry.metrics) if entry.metrics is not None else metric_names
-            if not names:
-                raise ValueError("needs at least one metric")
-            combine = _COMBINE[entry.formula]
-            return Kpi(
-                entry.name,
-                entry.formula,
-                names,
-                lambda v: combine([v[n] for n in names]),
-                f"{entry.formula}({', '.join(names)})",
-            )
-        case WeightedSumKpi():
-            weights = dict(entry.weights)
-            total_weight = sum(weights.values())
-            if entry.normalize and total_weight == 0:
-                raise ValueError("weights: normalize = true needs weights that do not sum to 0")
-            divisor = total_weight if entry.normalize else 1.0
-
-            def weighted(v: Mapping[str, float]) -> float:
-                return sum(w * v[n] for n, w in weights.items()) / divisor
-
-            text = " + ".join(f"{w:g}·{n}" for n, w in weights.items())
-            if entry.normalize:
-                text = f"({text}) / {total_weight:g}"
-            return Kpi(entry.name, entry.formula, tuple(weights), weighted, text)
-        case ThresholdKpi():
-            test = _DIRECTIONS[entry.direction]
-            metric, threshold = entry.metric, entry.threshold
-            return Kpi(
-                entry.name,
-                entry.formula,
-                (metric,),
-                lambda v: 1.0 if test(v[metric], threshold) else 0.0,
-                f"{metric} {entry.direction} {threshold:g}",
-            )
-        case F1Kpi():
-            p, r = entry.precision, entry.recall
-            return Kpi(entry.name, entry.formula, (p, r), lambda v: _f1(v[p], v[r]), f"F1({p}, {r})")
-        case ExpressionKpi():
-            expression = compile_expression(entry.expression)
-            return Kpi(entry.name, entry.formula, expression.names, expression.evaluate, entry.expression)
-    raise AssertionError(f"unhandled formula {entry!r}")  # pragma: no cover - the union is exhaustive
+    formula = FORMULAS[entry.formula](entry.options, metric_names)
+    return Kpi(entry.name, entry.formula, formula.inputs(), formula.compute, formula.describe())

@@ -1,4 +1,7 @@
-"""Our retry policy (tenacity) and per-minute request budget; the package's own retries stay off.
+"""Our retry policy and per-minute request budget; the package's own retries stay off.
+
+The schedule, ``Retry-After`` parsing and the give-up rule are the shared ones (trace_scorer.retry);
+what is Langfuse's own is what is retryable, and the counting of retries in :class:`RequestStats`.
 
 - 429: wait what ``Retry-After`` says (seconds or an HTTP date); longer than ``retry_after_max`` is
   raised instead. Without the header: the exponential back-off.
@@ -13,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import email.utils
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import structlog
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
-from trace_scorer.config.langfuse import RetrySettings
+from trace_scorer import retry as shared
+from trace_scorer.config.langfuse import LangfuseRetrySettings
 from trace_scorer.langfuse.clock import Clock
 from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseTransportError
 from trace_scorer.langfuse.stats import RequestStats
@@ -37,69 +39,55 @@ def _server_trouble(status: int) -> bool:
 
 def parse_retry_after(value: str | None, clock: Clock) -> float | None:
     """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - clock.now()).total_seconds())
+    return shared.parse_retry_after(value, now=lambda: clock.now().timestamp())
+
+
+def _asked_wait(error: BaseException | None) -> float | None:
+    """The wait a 429 asked for (``Retry-After``); other statuses' headers are not waited on."""
+    if isinstance(error, LangfuseHTTPError) and error.status == 429:
+        return error.retry_after
+    return None
 
 
 class RetryPolicy:
     """Runs one request with retries; counts each retry and its wait in :class:`RequestStats`."""
 
-    def __init__(self, settings: RetrySettings, clock: Clock, stats: RequestStats) -> None:
+    def __init__(self, settings: LangfuseRetrySettings, clock: Clock, stats: RequestStats) -> None:
         self._settings = settings
         self._clock = clock
         self._stats = stats
-        self._backoff = wait_exponential(
-            multiplier=settings.initial, exp_base=settings.multiplier, max=settings.max
-        )
+        self._backoff = shared.backoff(settings.initial, settings.max, multiplier=settings.multiplier)
 
     def retryable(self, error: BaseException) -> bool:
+        """Transport failures, 429 and server trouble (a 429 asking too long a wait is raised: see run)."""
         if isinstance(error, LangfuseTransportError):
             return True
         if isinstance(error, LangfuseHTTPError):
-            if error.status == 429:
-                return error.retry_after is None or error.retry_after <= self._settings.retry_after_max
-            return _server_trouble(error.status)
+            return error.status == 429 or _server_trouble(error.status)
         return False
-
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(error, LangfuseHTTPError) and error.status == 429 and error.retry_after is not None:
-            return error.retry_after
-        return float(self._backoff(state))
 
     async def run(self, endpoint: str, send: Callable[[], Awaitable[T]]) -> T:
         """``send()`` once, and again while its error is retryable and attempts remain."""
 
-        def before_sleep(state: RetryCallState) -> None:
-            error = state.outcome.exception() if state.outcome is not None else None
-            wait = state.next_action.sleep if state.next_action is not None else 0.0
+        def on_retry(error: BaseException | None, attempt: int, wait: float) -> None:
             self._stats.count_retry(endpoint, _outcome(error), wait)
             log.warning(
                 "langfuse.retry",
                 endpoint=endpoint,
                 outcome=_outcome(error),
-                attempt=state.attempt_number,
+                attempt=attempt,
                 wait_seconds=round(wait, 3),
                 error=str(error),
             )
 
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self._settings.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception(self.retryable),
+        retrying = shared.retrying(
+            attempts=self._settings.max_attempts,
+            retryable=self.retryable,
+            wait=self._backoff,
+            retry_after=_asked_wait,
+            max_retry_after=self._settings.retry_after_max,
             sleep=self._clock.sleep,
-            before_sleep=before_sleep,
-            reraise=True,
+            on_retry=on_retry,
         )
         async for attempt in retrying:
             with attempt:

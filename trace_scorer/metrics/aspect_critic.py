@@ -17,16 +17,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from trace_scorer.judge.metric import JudgedMetric, JudgedOptions
 from trace_scorer.judge.panel import (
     ModelSession,
     ModelVerdict,
     ask_panel,
     binary_comment,
     gather_votes,
-    panel_outcome,
 )
 from trace_scorer.judge.prompts import ASPECT
+from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
 from trace_scorer.metrics.base import MetricOutput, Outcome, Skipped
 from trace_scorer.sample import Sample
 

@@ -17,34 +17,22 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
-
-@dataclass(frozen=True, slots=True)
-class Score:
-    """A value in [0, 1] with a one-line comment (shown in Langfuse) and details (score metadata)."""
-
-    value: float
-    comment: str = ""
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """No value, by design: an input is absent or the metric does not apply. Nothing is posted."""
-
-    reason: str
+__all__ = [
+    "Failed",
+    "GroupInput",
+    "Metric",
+    "MetricOptions",
+    "MetricOutput",
+    "Outcome",
+    "Resources",
+    "Score",
+    "Skipped",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """No value, by accident: the metric could not be computed now (posted nothing; retry later)."""
-
-    reason: str
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-
-Outcome = Score | Skipped | Failed
 #: What a metric returns: one outcome under its own name, or several named ones (e.g. pass@k for each k).
 MetricOutput = Outcome | Mapping[str, Outcome]
 

@@ -23,17 +23,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from trace_scorer.judge.metric import JudgedMetric, JudgedOptions
 from trace_scorer.judge.panel import (
     ModelSession,
     ModelVerdict,
     PanelResult,
     ask_panel,
-    panel_outcome,
     short_model,
     value_comment,
 )
 from trace_scorer.judge.prompts import TOPICS, topic_list
+from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
 from trace_scorer.metrics.base import MetricOutput, Outcome, Skipped
 from trace_scorer.sample import Sample
 

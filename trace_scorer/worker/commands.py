@@ -14,12 +14,10 @@ from rich.table import Table
 
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
-from trace_scorer.embeddings import build_embedder
-from trace_scorer.judge import build_judge
 from trace_scorer.langfuse import LangfuseClient, LangfuseError, LangfuseNotFoundError, TimeWindow
-from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.plan import build_plan
+from trace_scorer.resources import open_resources
 from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.service import open_context, utc_now
@@ -118,16 +116,9 @@ async def target_problems(
 async def run_check(settings: Settings, console: Console) -> int:
     """Validate everything the worker would, connect, try each target's reads, and print what was found.
     Creates and posts nothing. Exit 1 when a target cannot work on this server."""
-    judge = build_judge(settings, tracing_default=False)
-    embedder = build_embedder(settings)
-    try:
-        resources = Resources(judge=judge, embedder=embedder)
+    async with AsyncExitStack() as resources_stack:
+        resources = open_resources(settings, resources_stack, tracing_default=False)
         plans = [build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)]
-    finally:
-        if judge is not None:
-            await judge.aclose()
-        if embedder is not None:
-            await embedder.aclose()
     async with LangfuseClient(settings.langfuse) as client:
         info = await client.connect()
         existing = {c.name: c for c in await client.score_configs.list()}

@@ -25,8 +25,6 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from trace_scorer.config.references import parse_path
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
-from trace_scorer.embeddings import build_embedder
-from trace_scorer.judge import build_judge
 from trace_scorer.langfuse import (
     ConnectionInfo,
     LangfuseAuthError,
@@ -34,10 +32,10 @@ from trace_scorer.langfuse import (
     LangfuseContractError,
     LangfuseError,
 )
-from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.pipeline import Pipeline
 from trace_scorer.plan import TargetPlan, build_plan
+from trace_scorer.resources import open_resources
 from trace_scorer.state import StateStore
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
@@ -102,11 +100,9 @@ async def open_context(
     tracing_default: bool = True,
 ) -> Context:
     """Connect, build plans and sources. Raises ConfigError / LangfuseAuthError for what the user must fix."""
-    resources = Resources()
-    judge = build_judge(settings, tracing_default=tracing_default)
+    resources = open_resources(settings, stack, tracing_default=tracing_default)
+    judge = resources.judge
     if judge is not None:
-        stack.push_async_callback(judge.aclose)
-        resources.judge = judge
         judge.on_call = lambda model, outcome, usage, seconds: ops.telemetry.judge_call(
             model,
             outcome,
@@ -115,10 +111,6 @@ async def open_context(
             cost_usd=usage.cost,
             duration_seconds=seconds,
         )
-    embedder = build_embedder(settings)
-    if embedder is not None:
-        stack.push_async_callback(embedder.aclose)
-        resources.embedder = embedder
     plans = {t.name: build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)}
 
     if client is None:

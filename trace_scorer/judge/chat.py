@@ -1,8 +1,7 @@
-"""One OpenAI-compatible endpoint: its async client, its limits, and one chat-completion call with retries.
+"""One OpenAI-compatible endpoint as the judge uses it: one chat-completion call with retries and limits.
 
-The ``openai`` client is given its own ``httpx.AsyncClient`` with a pool sized to the provider's
-concurrency, and ``max_retries=0``: tenacity (trace_scorer.judge.retry) is the only retry layer, so waits
-are ours to honour and count. When an endpoint rejects ``response_format`` the model's mode steps down
+The client, the retry policy, the limits and the usage accounting are the providers' (trace_scorer.providers,
+shared with the embeddings). When an endpoint rejects ``response_format`` the model's mode steps down
 (json_schema → json_object → none) for the rest of the process, once, with a warning.
 """
 
@@ -20,10 +19,12 @@ from pydantic import BaseModel
 
 from trace_scorer.config.judge import ModelPrice, ProviderSettings, StructuredOutput
 from trace_scorer.judge.errors import ProviderCallError
-from trace_scorer.judge.limits import ProviderLimits, Sleep
-from trace_scorer.judge.retry import RetryPolicy
 from trace_scorer.judge.structured import STEP_DOWN, response_format
-from trace_scorer.judge.usage import Usage
+from trace_scorer.providers.client import describe_error, open_client
+from trace_scorer.providers.limits import ProviderLimits
+from trace_scorer.providers.retry import RetryPolicy
+from trace_scorer.providers.usage import Usage
+from trace_scorer.retry import Sleep
 
 log = structlog.get_logger(__name__)
 
@@ -50,41 +51,6 @@ def _rejects_format(exc: openai.APIStatusError) -> bool:
         return False
     text = f"{exc.message} {exc.body!r}".lower()
     return any(word in text for word in _FORMAT_WORDS)
-
-
-def describe_error(exc: BaseException) -> str:
-    """A short, log-safe description of a transport failure (no request bodies, no keys)."""
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"[:300]
-    if isinstance(exc, openai.APITimeoutError):
-        return "request timed out"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection error: {cause or exc}"[:300]
-    return f"{type(exc).__name__}: {exc}"[:300]
-
-
-def open_client(
-    settings: ProviderSettings, api_key: str, http_client: httpx.AsyncClient | None = None
-) -> tuple[httpx.AsyncClient, openai.AsyncOpenAI]:
-    """An ``openai`` client for the endpoint, over an httpx client whose pool fits its concurrency.
-
-    ``max_retries=0``: tenacity (RetryPolicy) is the only retry layer. The httpx client is returned so the
-    caller closes it with the openai client (``await client.close(); await http.aclose()``).
-    """
-    pool = httpx.Limits(max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency)
-    http = http_client or httpx.AsyncClient(limits=pool, timeout=settings.timeout)
-    client = openai.AsyncOpenAI(
-        base_url=settings.base_url,
-        api_key=api_key,
-        timeout=settings.timeout,
-        max_retries=0,
-        # A (legacy) httpx client, which openai accepts: its pool is sized to the provider's
-        # concurrency, and it is the transport respx mocks in the tests.
-        http_client=http,  # type: ignore[arg-type]
-        default_headers=settings.headers or None,
-    )
-    return http, client
 
 
 class Provider:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from trace_scorer.judge.limits import ProviderLimits, rate_limiter
+from trace_scorer.providers.limits import ProviderLimits, rate_limiter
 
 
 async def test_concurrency_is_bounded() -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from aiolimiter import AsyncLimiter
 
-Sleep = Callable[[float], Awaitable[None]]
+from trace_scorer.retry import Sleep
 
 
 def rate_limiter(requests_per_minute: float) -> AsyncLimiter:

@@ -1,4 +1,5 @@
-"""The base of the judged metrics: the ``models`` option, its start-up check, and the fingerprint.
+"""The base of the judged metrics: the ``models`` option, its start-up check, the fingerprint, and the
+outcome of a panel of judge models (:func:`panel_outcome`).
 
 A judged metric's fingerprint carries the versions of the prompts it uses and what of the judge's
 configuration changes its answers (the models it runs on, the language, temperature, max tokens and
@@ -7,13 +8,17 @@ truncation), so any of those changing makes the worker re-score.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from statistics import fmean
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import field_validator
 
-from trace_scorer.judge.judge import Judge
+from trace_scorer.judge.judge import Judge, JudgeRun
+from trace_scorer.judge.panel import PanelResult
 from trace_scorer.judge.prompts import PromptTemplate
 from trace_scorer.metrics.base import Metric, MetricOptions
+from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 
 
 class JudgedOptions(MetricOptions):
@@ -72,3 +77,34 @@ class JudgedMetric(Metric[JudgedOptionsT]):
             "prompt_version": {t.id: t.full_version for t in self.prompts},
             "language": self.judge.language,
         }
+
+
+def panel_outcome(
+    result: PanelResult,
+    run: JudgeRun,
+    *,
+    comment: Callable[[PanelResult, float], str],
+    details: Mapping[str, Any],
+    nothing_to_score: str = "no model gave a value",
+) -> Outcome:
+    """Score (mean over models), Failed (every model failed) or Skipped (models answered, no value).
+
+    The outcome is also set as the run's output, so the judge trace in Langfuse shows the conclusion.
+    """
+    values = result.values()
+    full = result.details(details)
+    outcome: Outcome
+    if values:
+        value = fmean(values)
+        outcome = Score(value=value, comment=comment(result, value), details=full)
+        run.output = {"value": value, "comment": outcome.comment}
+    elif result.failures:
+        n = len(result.models)
+        reasons = "; ".join(f"{m}: {e.message}" for m, e in result.failures.items())
+        scope = "the judge model" if n == 1 else f"all {n} judge models"
+        outcome = Failed(reason=f"{scope} failed — {reasons}", details=full)
+        run.output = {"failed": outcome.reason}
+    else:
+        outcome = Skipped(nothing_to_score)
+        run.output = {"skipped": nothing_to_score}
+    return outcome

@@ -1,0 +1,102 @@
+"""What a KPI formula is: its options model and its arithmetic, in one class (SPEC.md "KPI formulas").
+
+A formula class (kpi/formulas.py) declares the keys of its ``[[targets.kpis]]`` entry besides ``name``
+and ``formula`` as a pydantic ``Options`` model, validated with the settings (config/targets.py), and
+computes the KPI from the named results it reads. A configured, ready-to-evaluate KPI is a :class:`Kpi`.
+
+A KPI reads named results (metric scores, or other KPIs). If any input has no value on a sample the KPI is
+skipped with the reason (never a silent zero); so is a division by zero.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from trace_scorer.kpi.expression import DivisionByZero
+from trace_scorer.outcomes import Outcome, Score, Skipped
+
+Compute = Callable[[Mapping[str, float]], float]
+
+
+class FormulaOptions(BaseModel):
+    """Base of every formula's options: unknown keys are configuration errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+OptionsT = TypeVar("OptionsT", bound=FormulaOptions)
+
+
+class KpiFormula(ABC, Generic[OptionsT]):
+    """Base of every KPI formula. Subclasses set the class attributes and implement the three methods.
+
+    Class attributes:
+      key: the formula's name, as written in ``formula = "weighted_sum"`` (its key in the registry).
+      Options: pydantic model of the entry's other keys (validated at start-up, errors naming the key).
+
+    An instance is the formula bound to one target: ``metric_names`` are the target's per-sample metric
+    score names (the default inputs of ``average``, ``min``, ``max``). The constructor raises ValueError
+    (reported naming the entry) for what only shows once bound, such as weights summing to 0.
+    """
+
+    key: ClassVar[str]
+    Options: ClassVar[type[FormulaOptions]] = FormulaOptions
+
+    def __init__(self, options: OptionsT, metric_names: tuple[str, ...]) -> None:
+        self.options = options
+        self.metric_names = metric_names
+
+    @abstractmethod
+    def inputs(self) -> tuple[str, ...]:
+        """The score names this KPI reads (metrics or other KPIs)."""
+
+    @abstractmethod
+    def compute(self, values: Mapping[str, float]) -> float:
+        """The KPI from the values of its inputs (all present); may raise DivisionByZero."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """How the value is computed, for the score's comment (``0.6·tca + 0.4·rouge``)."""
+
+
+class KpiSpec(Protocol):
+    """What a KPI is built from: a ``[[targets.kpis]]`` entry (trace_scorer.config.targets.KpiEntry)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def formula(self) -> str: ...
+
+    @property
+    def options(self) -> FormulaOptions: ...
+
+
+@dataclass(frozen=True)
+class Kpi:
+    """A configured KPI, ready to evaluate: its name, the results it reads, and the arithmetic."""
+
+    name: str
+    formula: str
+    inputs: tuple[str, ...]
+    compute: Compute
+    description: str
+
+    def evaluate(self, results: Mapping[str, Outcome]) -> Outcome:
+        values: dict[str, float] = {}
+        for name in self.inputs:
+            outcome = results.get(name)
+            if not isinstance(outcome, Score):
+                why = "not computed" if outcome is None else outcome.reason
+                return Skipped(f"{self.name}: input {name!r} has no value ({why})")
+            values[name] = outcome.value
+        try:
+            value = self.compute(values)
+        except DivisionByZero:
+            return Skipped(f"{self.name}: division by zero in {self.description}")
+        return Score(value=value, comment=f"{self.formula}: {self.description}", details={"inputs": values})

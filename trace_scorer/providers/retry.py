@@ -1,0 +1,85 @@
+"""The LLM providers' retry policy: what is retried, how long to wait, when to give up.
+
+429 waits what ``Retry-After`` (or ``retry-after-ms``) says; 5xx, 408/409, timeouts and connection errors
+back off exponentially (2 s, ×2, up to 30 s by default, plus up to 1 s of jitter so concurrent requests do
+not retry in step). Other 4xx (bad request, auth, not found) are not retried: asking again would get the
+same answer. The schedule, the ``Retry-After`` parsing and the give-up rule are the shared ones
+(trace_scorer.retry); what is retryable and where the wait is read from are the providers' own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import openai
+from tenacity import AsyncRetrying
+
+from trace_scorer import retry as shared
+from trace_scorer.config.judge import ProviderRetrySettings
+from trace_scorer.retry import Sleep
+
+_TRANSIENT_STATUSES = frozenset({408, 409, 429})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth retrying: throttling, server errors, timeouts, dropped connections."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _TRANSIENT_STATUSES or exc.status_code >= 500
+    return False
+
+
+def retry_after_seconds(exc: BaseException | None) -> float | None:
+    """The wait the server asked for (``retry-after-ms``, ``Retry-After`` seconds or HTTP date), if any."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    headers = exc.response.headers
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    return shared.parse_retry_after(headers.get("retry-after"))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 6
+    initial_wait: float = 2.0
+    max_wait: float = 30.0
+    max_retry_after: float = 300.0
+    jitter: float = 1.0
+    #: Injected so tests can record the waits instead of sleeping.
+    sleep: Sleep = field(default=asyncio.sleep)
+
+    @classmethod
+    def from_settings(cls, settings: ProviderRetrySettings, sleep: Sleep = asyncio.sleep) -> RetryPolicy:
+        """The policy configured in ``[judge]`` or ``[embeddings]``."""
+        return cls(
+            attempts=settings.retry_attempts,
+            initial_wait=settings.retry_initial_wait,
+            max_wait=settings.retry_max_wait,
+            max_retry_after=settings.max_retry_after,
+            sleep=sleep,
+        )
+
+    def retrying(self, on_retry_after: Callable[[float], None] | None = None) -> AsyncRetrying:
+        """A fresh tenacity controller; ``on_retry_after`` hears of each server-requested wait."""
+
+        def on_retry(error: BaseException | None, attempt: int, wait: float) -> None:
+            asked = retry_after_seconds(error)
+            if asked is not None and on_retry_after is not None:
+                on_retry_after(asked)
+
+        return shared.retrying(
+            attempts=self.attempts,
+            retryable=is_transient,
+            wait=shared.backoff(self.initial_wait, self.max_wait, jitter=self.jitter),
+            retry_after=retry_after_seconds,
+            max_retry_after=self.max_retry_after,
+            sleep=self.sleep,
+            on_retry=on_retry,
+        )

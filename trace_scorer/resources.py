@@ -1,0 +1,33 @@
+"""The shared services metrics declare a need for, built once from the settings: the judge and the embedder.
+
+The offline ``score`` command, ``check`` and the worker all open them here, each with the stack that
+closes them (``await stack.aclose()`` or the end of an ``async with AsyncExitStack()``).
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from trace_scorer.config.settings import Settings
+from trace_scorer.embeddings import build_embedder
+from trace_scorer.judge import build_judge
+from trace_scorer.metrics.base import Resources
+
+
+def open_resources(settings: Settings, stack: AsyncExitStack, *, tracing_default: bool) -> Resources:
+    """The judge and the embedder for these settings (None where not configured), closed by ``stack``.
+
+    ``tracing_default`` applies when ``judge.tracing`` is unset: the worker passes True, offline commands
+    False. Raises :class:`ConfigError` for what the user must fix; what was opened before is still closed
+    by the stack.
+    """
+    resources = Resources()
+    judge = build_judge(settings, tracing_default=tracing_default)
+    if judge is not None:
+        stack.push_async_callback(judge.aclose)
+        resources.judge = judge
+    embedder = build_embedder(settings)
+    if embedder is not None:
+        stack.push_async_callback(embedder.aclose)
+        resources.embedder = embedder
+    return resources
