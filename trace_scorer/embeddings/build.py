@@ -16,7 +16,7 @@ from trace_scorer.embeddings.batching import BatchingEmbedder
 from trace_scorer.retry import Sleep
 
 if TYPE_CHECKING:  # openai and torch are slow to import: only when a model is used
-    from trace_scorer.embeddings.remote import Endpoint
+    from trace_scorer.embeddings.remote import EmbeddingProvider
 
 #: What the pipeline says, once, when answer_similarity is configured but no embedding model is.
 NO_EMBEDDER_MESSAGE = (
@@ -30,7 +30,7 @@ class EmbeddingModels:
     """Every embedding model the settings name, built on first use; itself the :class:`Embedder` of the
     default model (``[embeddings] model``). Metrics pick another with :meth:`select`.
 
-    Remote models share their provider's :class:`Endpoint` (one client, one set of limits); each model
+    Remote models share their provider's :class:`EmbeddingProvider` (one client, one set of limits); each model
     has its own cache. ``aclose()`` closes everything built.
     """
 
@@ -39,13 +39,13 @@ class EmbeddingModels:
         settings: EmbeddingSettings,
         default: str,
         remote_models: Mapping[str, Sequence[str]] | None = None,
-        connect: Callable[[str], Endpoint] | None = None,
+        connect: Callable[[str], EmbeddingProvider] | None = None,
     ) -> None:
         """``remote_models``: provider → its embedding models; ``connect(provider)`` opens its endpoint."""
         self.settings = settings
         self._remote_models = {p: tuple(models) for p, models in (remote_models or {}).items()}
         self._connect = connect
-        self._endpoints: dict[str, Endpoint] = {}
+        self._endpoints: dict[str, EmbeddingProvider] = {}
         self._built: dict[str, BatchingEmbedder] = {}
         self._local_paths: dict[str, str] = {}
         self._closed = False
@@ -181,10 +181,10 @@ def build_embedder(
     retry = RetryPolicy.from_settings(config, sleep=sleep)
     keys = {p.name: provider_api_key(i, p.name, p.api_key_env, environ) for i, p in listing}
 
-    def connect(provider: str) -> Endpoint:
-        from trace_scorer.embeddings.remote import Endpoint
+    def connect(provider: str) -> EmbeddingProvider:
+        from trace_scorer.embeddings.remote import EmbeddingProvider
 
-        return Endpoint(by_name[provider][1], keys[provider], retry, sleep=sleep, clock=clock)
+        return EmbeddingProvider(by_name[provider][1], keys[provider], retry, sleep=sleep, clock=clock)
 
     remote = {p.name: p.embedding_models for _, p in listing}
     try:

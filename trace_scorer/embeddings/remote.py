@@ -3,7 +3,7 @@
 The transport is the providers' (trace_scorer.providers, shared with the judge): the ``openai`` client
 over a pooled httpx client (``open_client``), the tenacity retry policy that honours ``Retry-After``
 (``RetryPolicy``), and per-provider bounds on requests in flight and per minute with a pause after a 429
-(``ProviderLimits``). One :class:`Endpoint` per provider is shared by all its embedding models; its bounds
+(``ProviderLimits``). One :class:`EmbeddingProvider` per provider is shared by all its embedding models; its bounds
 are separate from the judge's chat calls to the same provider.
 """
 
@@ -27,7 +27,7 @@ from trace_scorer.retry import Sleep
 _PER_INPUT_STATUSES = frozenset({400, 413, 422})
 
 
-class Endpoint:
+class EmbeddingProvider:
     """One provider's embeddings endpoint: its client, its limits, its retries."""
 
     def __init__(
@@ -84,9 +84,9 @@ class Endpoint:
 
 
 class RemoteBackend:
-    """One embedding model of an :class:`Endpoint` (which its owner closes)."""
+    """One embedding model of an :class:`EmbeddingProvider` (which its owner closes)."""
 
-    def __init__(self, endpoint: Endpoint, model_id: str) -> None:
+    def __init__(self, endpoint: EmbeddingProvider, model_id: str) -> None:
         self._endpoint = endpoint
         self._model = model_id
 

@@ -32,7 +32,7 @@ from trace_scorer.langfuse.errors import (
 from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.reads_v3 import V3Reader
 from trace_scorer.langfuse.reads_v4 import V4Reader
-from trace_scorer.langfuse.retry import RequestBudget, RetryPolicy
+from trace_scorer.langfuse.retry import LangfuseRetryPolicy, RequestBudget
 from trace_scorer.langfuse.score_configs import ScoreConfigs
 from trace_scorer.langfuse.scores import ScorePoster
 from trace_scorer.langfuse.server import ScorePosting, ServerCapabilities
@@ -96,7 +96,7 @@ class LangfuseClient:
             timeout=settings.timeout,
             httpx_client=self._http,
         )
-        self.policy = RetryPolicy(settings.retry, self.clock, self.stats)
+        self.policy = LangfuseRetryPolicy(settings.retry, self.clock, self.stats)
         self.transport = Transport(
             base_url=self.base_url,
             http=self._http,

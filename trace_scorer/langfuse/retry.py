@@ -49,7 +49,7 @@ def _asked_wait(error: BaseException | None) -> float | None:
     return None
 
 
-class RetryPolicy:
+class LangfuseRetryPolicy:
     """Runs one request with retries; counts each retry and its wait in :class:`RequestStats`."""
 
     def __init__(self, settings: LangfuseRetrySettings, clock: Clock, stats: RequestStats) -> None:

@@ -32,7 +32,7 @@ from trace_scorer.langfuse.errors import (
     LangfuseTransportError,
 )
 from trace_scorer.langfuse.ids import parse_timestamp
-from trace_scorer.langfuse.retry import RetryPolicy
+from trace_scorer.langfuse.retry import LangfuseRetryPolicy
 from trace_scorer.langfuse.server import ServerCapabilities
 from trace_scorer.langfuse.transport import Transport
 from trace_scorer.langfuse.types import ConfigCategory, ScoreConfig, ScoreConfigSpec
@@ -76,7 +76,7 @@ class ScoreConfigs:
         *,
         transport: Transport,
         api: AsyncLangfuseAPI,
-        policy: RetryPolicy,
+        policy: LangfuseRetryPolicy,
         capabilities: ServerCapabilities = UNKNOWN_SERVER,
     ) -> None:
         self._transport = transport

@@ -31,7 +31,7 @@ from trace_scorer.langfuse.errors import (
     LangfuseResponseError,
     LangfuseTransportError,
 )
-from trace_scorer.langfuse.retry import RequestBudget, RetryPolicy, parse_retry_after
+from trace_scorer.langfuse.retry import LangfuseRetryPolicy, RequestBudget, parse_retry_after
 from trace_scorer.langfuse.stats import RequestStats
 
 T = TypeVar("T")
@@ -67,7 +67,7 @@ class Transport:
         http: httpx.AsyncClient,
         auth: httpx.Auth,
         headers: Mapping[str, str],
-        policy: RetryPolicy,
+        policy: LangfuseRetryPolicy,
         budget: RequestBudget,
         stats: RequestStats,
         clock: Clock,
