@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from trace_scorer.metrics.arguments import argument_share, canonicalizer, mismatched_keys, values_equal
+from trace_scorer.metrics._arguments import argument_share, canonicalizer, mismatched_keys, values_equal
 from trace_scorer.sample import ToolCall
 
 

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trace_scorer.metrics.matching import assign, lcs_pairs
+from trace_scorer.metrics._matching import assign, lcs_pairs
 
 shape = st.tuples(st.integers(1, 4), st.integers(1, 4))
 

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from trace_scorer.metrics.tokens import has_cjk, tokenize, word_runs
+from trace_scorer.metrics._tokens import has_cjk, tokenize, word_runs
 
 
 @pytest.mark.parametrize(

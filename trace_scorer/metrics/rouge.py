@@ -25,8 +25,8 @@ from typing import ClassVar, Literal
 
 from rapidfuzz.distance import LCSseq
 
+from trace_scorer.metrics._tokens import tokenize
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Outcome, Score, Skipped
-from trace_scorer.metrics.tokens import tokenize
 from trace_scorer.sample import Sample
 
 _LABEL = {"f": "F", "precision": "precision", "recall": "recall"}

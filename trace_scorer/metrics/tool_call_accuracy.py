@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from trace_scorer.metrics.arguments import (
+from trace_scorer.metrics._arguments import (
     ArgumentOptions,
     NormalizedCall,
     argument_share,
@@ -31,8 +31,8 @@ from trace_scorer.metrics.arguments import (
     mismatched_keys,
     normalize_calls,
 )
+from trace_scorer.metrics._matching import Pair, assign, lcs_pairs
 from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Resources, Score
-from trace_scorer.metrics.matching import Pair, assign, lcs_pairs
 from trace_scorer.sample import Sample, ToolCall
 
 

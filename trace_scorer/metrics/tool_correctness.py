@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Final
 from pydantic import Field, field_validator
 from rapidfuzz.distance import OSA
 
-from trace_scorer.metrics.arguments import (
+from trace_scorer.metrics._arguments import (
     ArgumentOptions,
     NormalizedCall,
     argument_share,
@@ -45,9 +45,9 @@ from trace_scorer.metrics.arguments import (
     mismatched_keys,
     normalize_calls,
 )
+from trace_scorer.metrics._matching import assign
+from trace_scorer.metrics._tokens import has_cjk, normalize_text, word_runs
 from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Resources, Score, Skipped
-from trace_scorer.metrics.matching import assign
-from trace_scorer.metrics.tokens import has_cjk, normalize_text, word_runs
 from trace_scorer.sample import Sample, ToolCall
 
 COMPONENTS: Final = ("selection", "parameters", "sequence", "utilization")
