@@ -1,7 +1,7 @@
 """Loopback stand-ins for Langfuse and an OpenAI-compatible LLM endpoint (test and bench code, not shipped).
 
 - :mod:`standins.langfuse_server`: a real HTTP server that speaks both Langfuse API generations (v4 and
-  the v3 legacy endpoints), checks every request and answer against the contract (``tests.contract``),
+  the v3 legacy endpoints), checks every request and answer against the contract (``standins.contract``),
   stores scores with Langfuse's upsert rule and injects faults.
 - :mod:`standins.openai_server`: ``/v1/chat/completions`` (structured output) and ``/v1/embeddings``,
   answers derived deterministically from the request, with latency and fault injection.

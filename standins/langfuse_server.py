@@ -27,7 +27,7 @@ flag can be changed with ``overrides``. In short:
 **Contract.** Every request is checked against ``langfuse-openapi.yml`` (``POST /scores``: an object
 against the file, a list against the package's elements — which one the version accepts is its own
 answer, not a violation) and every answer against the ``langfuse`` package's models (v4) or the file
-(v3; 2.x answers the package refuses are not checked) — :mod:`tests.contract`. A violation is answered
+(v3; 2.x answers the package refuses are not checked) — :mod:`standins.contract`. A violation is answered
 400 with the reason and recorded (``GET /_standin/stats`` → ``violations``); a test asserts there are none.
 
 **Data.** From :class:`standins.generate.Corpus` (seeded, lazy), plus traces a test adds. Scores are
@@ -63,13 +63,13 @@ from typing import Any
 
 from standins import langfuse_query as q
 from standins.base import Routed, StandinApp
+from standins.contract import Contract, ContractViolation, get_contract
 from standins.faults import FaultConfig, format_retry_after
 from standins.formats import PROJECT_ID
 from standins.generate import EPOCH, Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
 from standins.http import Request, Response
 from standins.langfuse_profile import DEFAULT_VERSION, VERSIONS, WRITE_MODES, ServerProfile, generation_of, profile_for
 from standins.score_store import ScoreStore
-from tests.contract import Contract, ContractViolation, get_contract
 
 PUBLIC_KEY = "pk-lf-standin"
 SECRET_KEY = "sk-lf-standin"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from tests.contract import get_contract
+from standins.contract import get_contract
 
 T0 = datetime(2026, 10, 1, 0, 0, 0, tzinfo=UTC)
 PROJECT_ID = "proj-1"

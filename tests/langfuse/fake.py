@@ -1,5 +1,5 @@
 """A fake Langfuse behind respx that keeps the contract: every request the client sends and every answer
-given is checked (:mod:`tests.contract`), and a violation fails the test.
+given is checked (:mod:`standins.contract`), and a violation fails the test.
 
 :class:`FakeLangfuse` routes requests by operation; :class:`V4Server` and :class:`V3Server` are small
 in-memory servers with Langfuse's query semantics (windows, filters, cursor or page paging, field
@@ -21,7 +21,7 @@ import httpx
 import respx
 
 from standins import langfuse_query as q
-from tests.contract import Contract, ContractViolation, get_contract
+from standins.contract import Contract, ContractViolation, get_contract
 from tests.langfuse import factories as f
 from tests.langfuse.factories import Reply
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract import PACKAGE_MODELS, Contract, ContractViolation, get_contract, locate_openapi
-from tests.contract.openapi import ENV_VAR, load_openapi, to_json_schema
+from standins.contract import PACKAGE_MODELS, Contract, ContractViolation, get_contract, locate_openapi
+from standins.contract.openapi import ENV_VAR, load_openapi, to_json_schema
 from tests.langfuse import factories as f
 from tests.langfuse.conftest import MakeClient
 from tests.langfuse.factories import at

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from standins.contract import get_contract
 from standins.formats import FORMATS, HOSTILE_KINDS, PROJECT_ID
 from standins.generate import MAX_TRACE, Corpus, DatasetSpec, Scenario, experiment_id
 from standins.tasks import DEVIATIONS
-from tests.contract import get_contract
 from tests.standins.conftest import small_scenario
 from trace_scorer.extract import extract_sample
 

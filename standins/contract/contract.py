@@ -34,7 +34,7 @@ from langfuse.api.scores.types.create_score_batch_response import CreateScoreBat
 from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
 from langfuse.api.scores.types.get_scores_v3response import GetScoresV3Response
 
-from tests.contract.openapi import ContractViolation, OpenApi, check_filter_json, load_openapi
+from standins.contract.openapi import ContractViolation, OpenApi, check_filter_json, load_openapi
 
 #: v4 operations → {status: the package model its answer must parse as}.
 PACKAGE_MODELS: dict[tuple[str, str], dict[int, Any]] = {

@@ -2,8 +2,8 @@
 
 from functools import cache
 
-from tests.contract.contract import PACKAGE_MODELS, Contract
-from tests.contract.openapi import ContractViolation, locate_openapi
+from standins.contract.contract import PACKAGE_MODELS, Contract
+from standins.contract.openapi import ContractViolation, locate_openapi
 
 
 @cache
