@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.model import Notes
 from trace_scorer.extract.rows import dedupe_rows, parse_json_field, to_observation, trace_order
+from trace_scorer.langfuse.rows import dedupe
+from trace_scorer.times import parse_time, parse_timestamp
 
 
 def test_json_strings_are_parsed_and_other_strings_kept():
@@ -110,3 +116,39 @@ def test_root_without_generations_or_tools_leaves_calls_unknown(make_row):
     assert sample.response == "Hello!"
     assert sample.tool_calls is None
     assert any("tool calls made are unknown" in note for note in sample.notes)
+
+
+def test_one_time_parser_reads_z_offsets_and_fractions_of_any_length():
+    base = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+    assert parse_time("2026-03-01T10:00:00Z") == base
+    assert parse_time("2026-03-01T12:00:00+02:00") == base
+    assert parse_time("2026-03-01T10:00:00") == base  # no offset: UTC
+    assert parse_time("2026-03-01T10:00:00.5Z") == base + timedelta(milliseconds=500)
+    assert parse_time("2026-03-01T10:00:00.123Z") == base + timedelta(milliseconds=123)
+    assert parse_time("2026-03-01T10:00:00.123456789Z") == base + timedelta(microseconds=123456)
+    assert parse_time("2026-03-01T10:00:00.1234567-01:30") == base + timedelta(hours=1, minutes=30, microseconds=123456)
+    assert parse_time(datetime(2026, 3, 1, 10)) == base
+    assert parse_time(datetime(2026, 3, 1, 11, tzinfo=timezone(timedelta(hours=1)))) == base
+    for not_a_time in ("", "yesterday", None, 5, {"t": 1}):
+        assert parse_time(not_a_time) is None
+    assert parse_timestamp("2026-03-01T10:00:00Z") == base
+    with pytest.raises(ValueError):
+        parse_timestamp("yesterday")
+
+
+def test_extraction_and_the_langfuse_adapter_keep_the_same_row(make_row):
+    """One rule (trace_scorer.rows.replaces) for both de-duplicators."""
+    cases = [
+        ("2026-03-01T10:00:00Z", "2026-03-01T10:00:01Z"),  # newer later
+        ("2026-03-01T10:00:01Z", "2026-03-01T10:00:00Z"),  # newer first
+        ("2026-03-01T10:00:00Z", "2026-03-01T12:00:00+02:00"),  # a tie: the one read last
+        (None, "2026-03-01T10:00:00Z"),
+        ("2026-03-01T10:00:00Z", None),
+        (None, None),
+    ]
+    for first, second in cases:
+        a = make_row("g", output="first", **({"updatedAt": first} if first else {}))
+        b = make_row("g", output="second", **({"updatedAt": second} if second else {}))
+        a.setdefault("startTime", "2026-03-01T09:00:00Z")
+        b.setdefault("startTime", "2026-03-01T09:00:00Z")
+        assert dedupe_rows([a, b], Notes())[0]["output"] == dedupe([a, b])[0]["output"], (first, second)

@@ -23,12 +23,12 @@ from trace_scorer.extract.rows import (
     Observation,
     dedupe_rows,
     find_root,
-    parse_time,
     to_observation,
     trace_order,
 )
 from trace_scorer.extract.tools import read_tool_observation
 from trace_scorer.sample import Message, Sample, ToolCall, content_text
+from trace_scorer.times import parse_time
 
 _DEFAULT_REFERENCES = ReferenceSettings()
 #: Keys of a root output object that hold the answer (LangChain AgentExecutor: ``output``).

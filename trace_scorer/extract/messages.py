@@ -2,7 +2,10 @@
 
 Formats are recognised per message and per content block rather than per trace: one trace often
 mixes them (a LangChain agent on Anthropic writes LangChain messages holding ``tool_use`` blocks), so
-every message goes through the same reader and each format module contributes what it knows.
+every message goes through the same reader and each format contributes what it knows: the reader knows
+the shape they share (OpenAI chat: ``role``, ``content`` or ``parts``, ``tool_calls``, ``tool_call_id``,
+the legacy ``function_call``) and asks the formats of ``formats.FORMATS`` for the rest, never naming
+one (formats/base.py, the :class:`~trace_scorer.extract.formats.Format` protocol).
 The containers understood: a message list; ``{"messages": [...]}`` (OpenAI integration with tools,
 LangGraph state, Anthropic request with ``system``); a Chat Completions response (``choices``); a
 Responses request (``{"instructions", "input", ...}``) or response (``object: "response"``); one
@@ -11,59 +14,44 @@ message. A plain string is one message (``user`` on the input side, ``assistant`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
-from trace_scorer.extract.formats import aisdk, anthropic, gemini, langchain, openai, otel
-from trace_scorer.extract.model import Call, Content, Msg, Notes, Role, short
-from trace_scorer.extract.toolcalls import read_tool_calls
+from trace_scorer.extract.formats import FORMATS, BlockHandler, Format
+from trace_scorer.extract.model import Call, Content, Msg, Notes, Role, Side, short
+from trace_scorer.extract.toolcalls import read_tool_call, read_tool_calls
 from trace_scorer.sample import content_text
 
-Side = Literal["input", "output"]
+__all__ = ["MessageReader", "Side"]
 
+# The shapes every format shares, then each format's own, merged once (formats/base.py says what each
+# table means). Where formats answer through a method, they are asked in FORMATS order.
 ROLES: dict[str, Role] = {
     "system": "system",
-    "developer": "system",
     "user": "user",
-    "human": "user",
     "assistant": "assistant",
-    "ai": "assistant",
-    "model": "assistant",
     "tool": "tool",
-    "function": "tool",
-    "ipython": "tool",
+    "ipython": "tool",  # Llama 3's tool role
+    **{role: mapped for fmt in FORMATS for role, mapped in fmt.roles.items()},
 }
-
-BlockHandler = Callable[[Mapping[str, Any], Content, Notes, str], None]
-BLOCK_HANDLERS: dict[str, BlockHandler] = {**anthropic.BLOCKS, **otel.BLOCKS, **aisdk.BLOCKS}
+#: Messages with a ``type`` but no ``role`` (LangGraph state dumps): type → role name.
+ROLE_BY_TYPE: dict[str, str] = {kind: role for fmt in FORMATS for kind, role in fmt.message_types.items()}
+#: Roles that make a ``[role, content]`` pair a message.
+PAIR_ROLES = frozenset(role for fmt in FORMATS for role in fmt.pair_roles)
+#: Role-less items that are turns of their own: type → the format that reads them.
+ITEM_FORMATS: dict[str, Format] = {kind: fmt for fmt in FORMATS for kind in fmt.item_types}
+BLOCK_HANDLERS: dict[str, BlockHandler] = {kind: h for fmt in FORMATS for kind, h in fmt.blocks.items()}
+#: Untyped parts recognised by one key, in order: the first key a part has decides.
+KEYED_PARTS: dict[str, BlockHandler] = {key: h for fmt in FORMATS for key, h in fmt.keyed_parts.items()}
 #: Text blocks: type → the key holding the text (OTel text parts use "content").
-TEXT_BLOCKS = {"text": "text", "input_text": "text", "output_text": "text", "refusal": "refusal"}
+TEXT_BLOCKS = {"text": "text", **{kind: key for fmt in FORMATS for kind, key in fmt.text_blocks.items()}}
 #: Blocks that carry no text or calls we score (media, reasoning): skipped without a note.
-IGNORED_BLOCKS = frozenset(
-    {
-        "image",
-        "image_url",
-        "input_image",
-        "input_audio",
-        "audio",
-        "file",
-        "input_file",
-        "document",
-        "thinking",
-        "redacted_thinking",
-        "reasoning",
-        "blob",
-        "uri",
-        "media",
-    }
-)
+IGNORED_BLOCKS = frozenset(kind for fmt in FORMATS for kind in fmt.skipped_blocks)
 #: Untyped media parts (Gemini ``inlineData``/``fileData``): skipped without a note.
-_MEDIA_KEYS = frozenset({"inlineData", "inline_data", "fileData", "file_data", "thought", "executableCode"})
+_MEDIA_KEYS = frozenset(key for fmt in FORMATS for key in fmt.skipped_parts)
 _MAX_DEPTH = 6
 #: Message keys that may hold calls (besides content blocks).
-_CALL_KEYS = frozenset(
-    {"tool_calls", "toolCalls", "additional_kwargs", "invalid_tool_calls", "function_call"}
-)
+_CALL_KEYS = frozenset({"tool_calls", "toolCalls", "function_call"}).union(*(fmt.call_keys for fmt in FORMATS))
 
 
 class MessageReader:
@@ -129,32 +117,32 @@ class MessageReader:
         inner = value.get("messages")
         if isinstance(inner, list):
             found = self.read(inner, side, where, depth + 1) or []
-            system = anthropic.system_text(value.get("system"))
-            if system is None:
-                system = anthropic.system_text(value.get("instructions"))
+            system = _system_prompt(value)
             return [Msg(role="system", content=system), *found] if system else found
-        if "choices" in value:
-            message = openai.first_choice_message(value)
-            return self.read(message, side, where, depth + 1) if message is not None else None
-        if openai.is_responses_response(value):
-            return self.read(value["output"], side, where, depth + 1)
-        if openai.is_responses_prompt(value):
-            prompt = self.read(value.get("input"), "input", where, depth + 1) or []
-            instructions = value.get("instructions")
-            if isinstance(instructions, str) and instructions:
-                return [Msg(role="system", content=instructions), *prompt]
-            return prompt
+        for fmt in FORMATS:
+            unpacked = fmt.unpack(value)
+            if unpacked is None:
+                continue
+            held = unpacked.value
+            read = self.read(held, unpacked.side or side, where, depth + 1) if held is not None else None
+            if read is None and unpacked.required:
+                return None
+            read = read or []
+            return [Msg(role="system", content=unpacked.system), *read] if unpacked.system else read
         return self.read_message(value, side, where)
 
     def read_message(self, raw: Mapping[str, Any], side: Side, where: str) -> list[Msg] | None:
         """One message (possibly several: Anthropic tool results become one tool message each)."""
-        message = langchain.unwrap(raw)
+        message = raw
+        for fmt in FORMATS:
+            message = fmt.unwrap(message)
         kind = message.get("type")
         role_value = message.get("role")
         if role_value is None and isinstance(kind, str):
-            if kind in openai.RESPONSES_ITEMS:
-                return openai.read_item(message, kind, self.notes, where)
-            role_value = langchain.role_from_type(kind)
+            item_format = ITEM_FORMATS.get(kind)
+            if item_format is not None:
+                return item_format.read_item(message, kind, self.notes, where)
+            role_value = ROLE_BY_TYPE.get(kind.lower())
         if role_value is None:
             return None
         role = ROLES.get(role_value.lower()) if isinstance(role_value, str) else None
@@ -162,8 +150,8 @@ class MessageReader:
             self.notes.add(f"{where}: message role {short(role_value)} not recognised; message skipped")
             return []
         tool_call_id = _call_id(message)
-        if role == "tool" and tool_call_id is None and langchain.is_tool_definition(message):
-            return []  # a tool definition the LangChain handler appended, not a tool result
+        if role == "tool" and tool_call_id is None and any(fmt.not_a_tool_result(message) for fmt in FORMATS):
+            return []  # e.g. a tool definition the LangChain handler appended, not a tool result
         content = Content()
         if "content" in message:
             self._read_content(message["content"], content, where)
@@ -189,16 +177,15 @@ class MessageReader:
         if _CALL_KEYS.isdisjoint(message):  # most messages: no calls outside the content blocks
             return content.calls
         notes = self.notes
-        legacy = openai.legacy_function_call(message, notes, where)
-        return _merge_sources(
-            [
-                read_tool_calls(message.get("tool_calls", message.get("toolCalls")), notes, where=where),
-                langchain.additional_kwargs_calls(message, notes, where),
-                langchain.invalid_calls(message, notes, where),
-                [legacy] if legacy is not None else [],
-                content.calls,
-            ]
-        )
+        legacy = message.get("function_call")  # before tool calls were, a call without an id
+        legacy_call = read_tool_call(legacy, notes, where=where) if legacy is not None else None
+        sources = [read_tool_calls(message.get("tool_calls", message.get("toolCalls")), notes, where=where)]
+        for fmt in FORMATS:
+            sources.extend(fmt.message_calls(message, notes, where))
+        if legacy_call is not None:
+            sources.append([legacy_call])
+        sources.append(content.calls)
+        return _merge_sources(sources)
 
     def _read_content(self, value: Any, content: Content, where: str) -> None:
         if value is None:
@@ -229,7 +216,7 @@ class MessageReader:
                 self.notes.add(f"{where}: content block of type {short(kind)} not read")
                 return
         else:
-            for part_key, part_handler in gemini.KEYED_PARTS.items():
+            for part_key, part_handler in KEYED_PARTS.items():
                 if part_key in block:
                     part_handler(block, content, self.notes, where)
                     return
@@ -263,9 +250,17 @@ def _is_role_pair(item: list[Any]) -> bool:
     return (
         len(item) == 2
         and isinstance(item[0], str)
-        and item[0].lower() in langchain.TUPLE_ROLES
+        and item[0].lower() in PAIR_ROLES
         and isinstance(item[1], str | list)
     )
+
+
+def _system_prompt(container: Mapping[str, Any]) -> str | None:
+    for fmt in FORMATS:
+        system = fmt.system_prompt(container)
+        if system is not None:
+            return system
+    return None
 
 
 def _call_id(message: Mapping[str, Any]) -> str | None:

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
+#: Which payload of a GENERATION is read: a plain string is the user's turn in the input, the answer in
+#: the output.
+Side = Literal["input", "output"]
 
 #: Where unreadable arguments are kept: a call whose arguments are not a JSON object keeps them,
 #: unparsed, under this key (docs/formats.md, "Arguments that are not an object").

@@ -2,7 +2,8 @@
 
 Rows are camelCase dicts; ``input``/``output`` arrive as JSON strings (parsed here; a string that is
 not JSON stays the string). Until ClickHouse merges, one observation can come back as several rows:
-the newest ``updatedAt`` wins (on a tie, or without ``updatedAt``, the row read last). The tree is
+the newest ``updatedAt`` wins (on a tie, or without ``updatedAt``, the row read last: the rule of
+:func:`trace_scorer.rows.replaces`, which the Langfuse adapter applies too). The tree is
 rebuilt from ``parentObservationId`` and walked depth-first, siblings by ``startTime``: that order is
 the order in which the agent did things.
 """
@@ -16,6 +17,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trace_scorer.extract.model import Notes, short
+from trace_scorer.rows import replaces
+from trace_scorer.times import parse_time
+
+__all__ = [
+    "Observation",
+    "dedupe_rows",
+    "find_root",
+    "parse_json_field",
+    "to_observation",
+    "trace_order",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -61,20 +73,6 @@ def parse_json_field(value: Any) -> Any:
     return value
 
 
-def parse_time(value: Any) -> datetime | None:
-    """ISO-8601 (``Z`` or offset; naive times are taken as UTC) → aware datetime, else None."""
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, str) and value:
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    else:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def _text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
@@ -84,7 +82,9 @@ def _text(value: Any) -> str | None:
 
 
 def dedupe_rows(rows: Iterable[Any], notes: Notes) -> list[Mapping[str, Any]]:
-    """One row per observation id: the newest ``updatedAt``; rows without an id are kept as they are."""
+    """One row per observation id: the newest ``updatedAt``; rows without an id are kept as they are.
+    Unlike :func:`trace_scorer.rows.dedupe`, tolerant of any row (the notes say what was skipped), and
+    each kept row stays where its newest version was read."""
     kept: dict[str, tuple[int, Mapping[str, Any]]] = {}
     anonymous: list[tuple[int, Mapping[str, Any]]] = []
     skipped = 0
@@ -97,7 +97,7 @@ def dedupe_rows(rows: Iterable[Any], notes: Notes) -> list[Mapping[str, Any]]:
             anonymous.append((index, row))
             continue
         previous = kept.get(key)
-        if previous is None or _newer_or_same(row, previous[1]):
+        if previous is None or replaces(parse_time(row.get("updatedAt")), parse_time(previous[1].get("updatedAt"))):
             kept[key] = (index, row)
     if skipped:
         notes.add(f"{skipped} row(s) are not JSON objects; skipped")
@@ -105,15 +105,6 @@ def dedupe_rows(rows: Iterable[Any], notes: Notes) -> list[Mapping[str, Any]]:
         notes.add(f"{len(anonymous)} row(s) have no id; read without their place in the tree")
     ordered = sorted([*kept.values(), *anonymous], key=lambda pair: pair[0])
     return [row for _, row in ordered]
-
-
-def _newer_or_same(row: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    mine, theirs = parse_time(row.get("updatedAt")), parse_time(other.get("updatedAt"))
-    if theirs is None:
-        return True
-    if mine is None:
-        return False
-    return mine >= theirs
 
 
 def to_observation(row: Mapping[str, Any], seq: int, notes: Notes) -> Observation:

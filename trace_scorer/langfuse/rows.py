@@ -1,84 +1,33 @@
-"""Observation rows: de-duplication, and the v3 → v4 row conversion (one input format for extraction).
-
-Until ClickHouse merges, one observation can come back as several rows, within a page or across a page
-boundary. Duplicates of one observation share its ``startTime`` (immutable in Langfuse), and v4 sorts
-rows by ``startTime`` descending, so duplicates are adjacent in the stream: holding back only the rows
-of the current ``startTime`` is enough to de-duplicate a stream without holding the whole window.
+"""Observation rows: the typed root, trace order, and the v3 → v4 row conversion (one input format for
+extraction). De-duplication (``dedupe``, ``newer``, ``StreamDeduper``) and row times live in
+:mod:`trace_scorer.rows`, shared with extraction, and are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
-from trace_scorer.langfuse.ids import format_timestamp, parse_timestamp
+from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.types import Row, TraceRoot
+from trace_scorer.rows import StreamDeduper, dedupe, newer, row_start, row_time
+from trace_scorer.times import parse_timestamp
 
-
-def row_time(row: Mapping[str, Any], key: str) -> datetime | None:
-    value = row.get(key)
-    if isinstance(value, str) and value:
-        return parse_timestamp(value)
-    return None
-
-
-def row_start(row: Mapping[str, Any]) -> datetime:
-    start = row_time(row, "startTime")
-    if start is None:
-        raise ValueError(f"observation {row.get('id')!r} has no startTime")
-    return start
-
-
-def _updated(row: Mapping[str, Any]) -> datetime:
-    return row_time(row, "updatedAt") or datetime.min.replace(tzinfo=row_start(row).tzinfo)
-
-
-def newer(a: Row, b: Row) -> Row:
-    """The more recently updated of two rows of one observation (the later one on a tie)."""
-    return a if _updated(a) > _updated(b) else b
-
-
-def dedupe(rows: Iterable[Row]) -> list[Row]:
-    """Rows with unique ids, each the newest by ``updatedAt``; first-seen order kept."""
-    by_id: dict[str, Row] = {}
-    for row in rows:
-        key = row["id"]
-        by_id[key] = newer(by_id[key], row) if key in by_id else row
-    return list(by_id.values())
-
-
-class StreamDeduper:
-    """De-duplicates a stream of rows sorted by ``startTime`` descending (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self._held: dict[str, Row] = {}
-        self._held_start: datetime | None = None
-        self.duplicates = 0
-
-    def push(self, rows: Iterable[Row]) -> list[Row]:
-        """Take a page; return the rows that can no longer have a duplicate coming."""
-        out: list[Row] = []
-        for row in rows:
-            start = row_start(row)
-            if self._held_start is not None and start != self._held_start:
-                out.extend(self._held.values())
-                self._held = {}
-            self._held_start = start
-            key = row["id"]
-            if key in self._held:
-                self.duplicates += 1
-                self._held[key] = newer(self._held[key], row)
-            else:
-                self._held[key] = row
-        return out
-
-    def flush(self) -> list[Row]:
-        out = list(self._held.values())
-        self._held = {}
-        self._held_start = None
-        return out
+__all__ = [
+    "StreamDeduper",
+    "dedupe",
+    "newer",
+    "raw_io",
+    "row_start",
+    "row_time",
+    "sort_rows",
+    "trace_root_from_row",
+    "v3_observation_row",
+    "v3_trace_root_row",
+    "v3_trace_rows",
+]
 
 
 def trace_root_from_row(row: Row) -> TraceRoot:

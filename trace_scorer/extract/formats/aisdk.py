@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trace_scorer.extract.formats.base import Format
 from trace_scorer.extract.model import Content, Notes
 from trace_scorer.extract.toolcalls import read_tool_call
 
@@ -30,3 +31,16 @@ def tool_result(block: Mapping[str, Any], content: Content, notes: Notes, where:
 
 
 BLOCKS = {"tool-call": tool_call, "tool-result": tool_result}
+#: Tool-result output parts with nothing we score.
+SKIPPED_BLOCKS = frozenset({"media"})
+
+
+class AiSdk(Format):
+    """Vercel AI SDK: ``tool-call`` / ``tool-result`` parts."""
+
+    name = "aisdk"
+    blocks = BLOCKS
+    skipped_blocks = SKIPPED_BLOCKS
+
+
+AISDK = AiSdk()

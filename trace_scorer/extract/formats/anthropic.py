@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trace_scorer.extract.formats.base import Format
 from trace_scorer.extract.model import Content, Notes
 from trace_scorer.extract.toolcalls import read_tool_call
 
@@ -54,3 +55,22 @@ BLOCKS = {
     "tool_result": tool_result,
     "web_search_tool_result": tool_result,
 }
+#: Content blocks with nothing we score.
+SKIPPED_BLOCKS = frozenset({"image", "document", "thinking", "redacted_thinking"})
+
+
+class Anthropic(Format):
+    """Anthropic Messages: ``tool_use`` / ``tool_result`` blocks, the request's ``system`` beside its
+    ``messages``."""
+
+    name = "anthropic"
+    blocks = BLOCKS
+    skipped_blocks = SKIPPED_BLOCKS
+
+    def system_prompt(self, container: Mapping[str, Any]) -> str | None:
+        """``system`` (a string or text blocks); else ``instructions``, read the same way."""
+        system = system_text(container.get("system"))
+        return system if system is not None else system_text(container.get("instructions"))
+
+
+ANTHROPIC = Anthropic()

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trace_scorer.extract.model import Content, Notes
+from trace_scorer.extract.formats.base import Format
+from trace_scorer.extract.model import Content, Notes, Role
 from trace_scorer.extract.toolcalls import read_tool_call
 
 
@@ -37,3 +38,18 @@ KEYED_PARTS = {
     "functionResponse": function_response,
     "function_response": function_response,
 }
+#: Untyped media and reasoning parts: nothing we score.
+SKIPPED_PARTS = frozenset({"inlineData", "inline_data", "fileData", "file_data", "thought", "executableCode"})
+ROLES: dict[str, Role] = {"model": "assistant"}
+
+
+class Gemini(Format):
+    """Gemini / Vertex: untyped ``functionCall`` / ``functionResponse`` parts, the ``model`` role."""
+
+    name = "gemini"
+    roles = ROLES
+    keyed_parts = KEYED_PARTS
+    skipped_parts = SKIPPED_PARTS
+
+
+GEMINI = Gemini()

@@ -16,7 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from trace_scorer.extract.model import Call, Notes
+from trace_scorer.extract.formats.base import Format
+from trace_scorer.extract.model import Call, Notes, Role
 from trace_scorer.extract.toolcalls import read_tool_call
 
 ROLE_BY_TYPE = {
@@ -38,6 +39,8 @@ _CLASS_ROLES = {
     "FunctionMessage": "function",
     "ChatMessage": None,
 }
+#: LangChain's role names.
+ROLES: dict[str, Role] = {"human": "user", "ai": "assistant"}
 TUPLE_ROLES = frozenset({"user", "human", "ai", "assistant", "system", "tool", "developer"})
 
 
@@ -111,3 +114,30 @@ def tool_message_output(output: Any) -> tuple[Any, str | None] | None:
         call_id = output.get("tool_call_id")
         return output.get("content"), call_id if isinstance(call_id, str) and call_id else None
     return None
+
+
+class LangChain(Format):
+    """LangChain / LangGraph: ``dumpd`` envelopes, ``type`` instead of ``role``, ``(role, text)`` pairs,
+    calls in ``additional_kwargs`` and ``invalid_tool_calls``, the appended tool definitions, and a
+    serialized ``ToolMessage`` as a TOOL observation's output."""
+
+    name = "langchain"
+    roles = ROLES
+    message_types = ROLE_BY_TYPE
+    pair_roles = TUPLE_ROLES
+    call_keys = frozenset({"additional_kwargs", "invalid_tool_calls"})
+
+    def unwrap(self, message: Mapping[str, Any]) -> Mapping[str, Any]:
+        return unwrap(message)
+
+    def not_a_tool_result(self, message: Mapping[str, Any]) -> bool:
+        return is_tool_definition(message)
+
+    def message_calls(self, message: Mapping[str, Any], notes: Notes, where: str) -> list[list[Call]]:
+        return [additional_kwargs_calls(message, notes, where), invalid_calls(message, notes, where)]
+
+    def tool_output(self, output: Any) -> tuple[Any, str | None] | None:
+        return tool_message_output(output)
+
+
+LANGCHAIN = LangChain()

@@ -13,7 +13,8 @@ item or a list):
 {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\\"city\\":\\"Paris\\"}"}
 {"type": "function_call_output", "call_id": "call_1", "output": "18°C"}
 ```
-The legacy ``function_call`` / ``role: "function"`` pair is read too (calls without ids).
+The legacy ``function_call`` / ``role: "function"`` pair is read too (calls without ids; the message
+reader reads ``function_call`` as part of the common message shape).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trace_scorer.extract.model import Call, Msg, Notes
+from trace_scorer.extract.formats.base import Format, Unpacked
+from trace_scorer.extract.model import Msg, Notes, Role
 from trace_scorer.extract.toolcalls import read_tool_call
 from trace_scorer.sample import content_text
 
@@ -47,14 +49,6 @@ RESPONSES_ITEMS = frozenset(
     | BUILT_IN_ITEMS
     | SKIPPED_ITEMS
 )
-
-
-def legacy_function_call(message: Mapping[str, Any], notes: Notes, where: str) -> Call | None:
-    """The pre-tools ``function_call: {name, arguments}`` of an assistant message."""
-    value = message.get("function_call")
-    if value is None:
-        return None
-    return read_tool_call(value, notes, where=where)
 
 
 def first_choice_message(response: Mapping[str, Any]) -> Any:
@@ -96,3 +90,41 @@ def read_item(item: Mapping[str, Any], kind: str, notes: Notes, where: str) -> l
     if kind in BUILT_IN_ITEMS:
         notes.add(f"{where}: built-in tool item '{kind}' has no name and arguments to compare; not counted")
     return []
+
+
+#: Roles of Chat Completions besides the common ones.
+ROLES: dict[str, Role] = {"developer": "system", "function": "tool"}
+#: Text content parts (chat ``refusal`` parts, Responses ``input_text`` / ``output_text``).
+TEXT_BLOCKS = {"input_text": "text", "output_text": "text", "refusal": "refusal"}
+#: Media content parts: nothing we score.
+SKIPPED_BLOCKS = frozenset({"image_url", "input_image", "input_audio", "audio", "file", "input_file"})
+
+
+class OpenAI(Format):
+    """Chat Completions and Responses: containers (a response with ``choices``, a Responses request
+    or response), Responses items, roles and parts. The chat message itself (``role``, ``content``,
+    ``tool_calls``, ``tool_call_id``, the legacy ``function_call``) is the shape every format shares:
+    the message reader reads it."""
+
+    name = "openai"
+    roles = ROLES
+    item_types = RESPONSES_ITEMS
+    text_blocks = TEXT_BLOCKS
+    skipped_blocks = SKIPPED_BLOCKS
+
+    def unpack(self, container: Mapping[str, Any]) -> Unpacked | None:
+        if "choices" in container:
+            return Unpacked(first_choice_message(container))
+        if is_responses_response(container):
+            return Unpacked(container["output"])
+        if is_responses_prompt(container):
+            instructions = container.get("instructions")
+            system = instructions if isinstance(instructions, str) else None
+            return Unpacked(container.get("input"), system=system, side="input", required=False)
+        return None
+
+    def read_item(self, item: Mapping[str, Any], kind: str, notes: Notes, where: str) -> list[Msg]:
+        return read_item(item, kind, notes, where)
+
+
+OPENAI = OpenAI()

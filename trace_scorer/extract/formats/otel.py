@@ -15,10 +15,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from trace_scorer.extract.formats.base import Format
 from trace_scorer.extract.model import Content, Notes
 from trace_scorer.extract.toolcalls import read_tool_call
 
 CALL_ID_ATTRIBUTE = "gen_ai.tool.call.id"
+#: The semconv name of an ``execute_tool`` span, kept when the tool name attribute was not.
+TOOL_SPAN_PREFIX = "execute_tool "
 
 
 def tool_call(block: Mapping[str, Any], content: Content, notes: Notes, where: str) -> None:
@@ -49,3 +52,31 @@ def call_id_from_metadata(metadata: Mapping[str, Any]) -> str | None:
 
 
 BLOCKS = {"tool_call": tool_call, "tool_call_response": tool_call_response}
+
+#: Parts with nothing we score.
+SKIPPED_BLOCKS = frozenset({"blob", "uri", "reasoning"})
+
+
+def tool_span_name(name: str) -> str | None:
+    """``execute_tool get_weather`` → ``get_weather`` (the span name itself when nothing follows)."""
+    if name.startswith(TOOL_SPAN_PREFIX):
+        return name[len(TOOL_SPAN_PREFIX) :].strip() or name
+    return None
+
+
+class OTel(Format):
+    """OpenTelemetry GenAI semconv: ``tool_call`` / ``tool_call_response`` parts, ``execute_tool`` spans
+    and their ``gen_ai.tool.call.id``."""
+
+    name = "otel"
+    blocks = BLOCKS
+    skipped_blocks = SKIPPED_BLOCKS
+
+    def tool_name(self, name: str) -> str | None:
+        return tool_span_name(name)
+
+    def tool_call_id(self, metadata: Mapping[str, Any]) -> str | None:
+        return call_id_from_metadata(metadata)
+
+
+OTEL = OTel()

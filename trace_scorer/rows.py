@@ -1,0 +1,95 @@
+"""Observation rows as Langfuse returns them: their times, and one row per observation.
+
+Shared by the Langfuse adapter (``langfuse/``: pages of rows, streamed) and extraction (``extract/``:
+one trace's rows, possibly from a file), so both keep the same row of an observation.
+
+Until ClickHouse merges, one observation can come back as several rows, within a page or across a page
+boundary: the newest ``updatedAt`` wins; on a tie, or when the row read first has no ``updatedAt``, the
+row read last (:func:`replaces`). Duplicates of one observation share its ``startTime`` (immutable in
+Langfuse), and v4 sorts rows by ``startTime`` descending, so duplicates are adjacent in the stream:
+holding back only the rows of the current ``startTime`` is enough to de-duplicate a stream without
+holding the whole window (:class:`StreamDeduper`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from trace_scorer.times import parse_timestamp
+
+__all__ = ["Row", "StreamDeduper", "dedupe", "newer", "replaces", "row_start", "row_time"]
+
+#: One observation row: a camelCase JSON object (``langfuse.types.Row`` is the same type).
+Row = dict[str, Any]
+
+
+def row_time(row: Mapping[str, Any], key: str) -> datetime | None:
+    """The time under ``key``; None when absent or empty (ValueError when it is not a time)."""
+    value = row.get(key)
+    if isinstance(value, str) and value:
+        return parse_timestamp(value)
+    return None
+
+
+def row_start(row: Mapping[str, Any]) -> datetime:
+    start = row_time(row, "startTime")
+    if start is None:
+        raise ValueError(f"observation {row.get('id')!r} has no startTime")
+    return start
+
+
+def replaces(updated: datetime | None, previous: datetime | None) -> bool:
+    """Whether a row of an observation updated at ``updated`` replaces the one read before it, updated
+    at ``previous``: yes when it is newer or as new, or the earlier one has no time; no when only the
+    earlier one has a time."""
+    if previous is None:
+        return True
+    return updated is not None and updated >= previous
+
+
+def newer(a: Row, b: Row) -> Row:
+    """The more recently updated of two rows of one observation, ``a`` read first (``b`` on a tie)."""
+    return b if replaces(row_time(b, "updatedAt"), row_time(a, "updatedAt")) else a
+
+
+def dedupe(rows: Iterable[Row]) -> list[Row]:
+    """Rows with unique ids, each the newest by ``updatedAt``; first-seen order kept."""
+    by_id: dict[str, Row] = {}
+    for row in rows:
+        key = row["id"]
+        by_id[key] = newer(by_id[key], row) if key in by_id else row
+    return list(by_id.values())
+
+
+class StreamDeduper:
+    """De-duplicates a stream of rows sorted by ``startTime`` descending (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, Row] = {}
+        self._held_start: datetime | None = None
+        self.duplicates = 0
+
+    def push(self, rows: Iterable[Row]) -> list[Row]:
+        """Take a page; return the rows that can no longer have a duplicate coming."""
+        out: list[Row] = []
+        for row in rows:
+            start = row_start(row)
+            if self._held_start is not None and start != self._held_start:
+                out.extend(self._held.values())
+                self._held = {}
+            self._held_start = start
+            key = row["id"]
+            if key in self._held:
+                self.duplicates += 1
+                self._held[key] = newer(self._held[key], row)
+            else:
+                self._held[key] = row
+        return out
+
+    def flush(self) -> list[Row]:
+        out = list(self._held.values())
+        self._held = {}
+        self._held_start = None
+        return out
