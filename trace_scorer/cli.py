@@ -10,7 +10,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -29,6 +29,7 @@ from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.report import print_table, table_console, write_json_lines
 from trace_scorer.resources import open_resources
 from trace_scorer.sample import Sample
+from trace_scorer.times import parse_timestamp
 from trace_scorer.worker.commands import run_backfill, run_check
 from trace_scorer.worker.service import run_worker
 
@@ -67,11 +68,10 @@ def _parser() -> argparse.ArgumentParser:
 def _datetime(text: str) -> datetime:
     """ISO dates or times; without a zone they are UTC."""
     try:
-        moment = datetime.fromisoformat(text)
+        return parse_timestamp(text)
     except ValueError:
         message = f"{text!r} is not an ISO date or time (e.g. 2026-11-01 or 2026-11-01T12:00)"
         raise argparse.ArgumentTypeError(message) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def default_target(samples: Sequence[Sample], registry: MetricRegistry) -> TargetSettings:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from trace_scorer.times import parse_timestamp
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS watermarks (
     target TEXT PRIMARY KEY,
@@ -67,7 +69,7 @@ def _text(moment: datetime) -> str:
 
 
 def _time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
+    return None if text is None else parse_timestamp(text)
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,3 @@ def format_timestamp(value: datetime) -> str:
     """ISO 8601 with milliseconds and ``Z``: ``2026-10-01T00:12:00.875Z``."""
     utc = normalize_timestamp(value)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-
-
-def parse_timestamp(value: str) -> datetime:
-    """An ISO 8601 timestamp from Langfuse as an aware datetime (UTC assumed when no offset)."""
-    parsed = datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

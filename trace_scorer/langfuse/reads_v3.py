@@ -28,7 +28,6 @@ from trace_scorer.langfuse.endpoints import (
 )
 from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v3_traces_query
-from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.rows import sort_rows, trace_root_from_row, v3_trace_root_row, v3_trace_rows
 from trace_scorer.langfuse.server import ServerCapabilities
 from trace_scorer.langfuse.transport import QueryValue, Transport
@@ -41,6 +40,7 @@ from trace_scorer.langfuse.types import (
     TraceRoot,
     TraceRows,
 )
+from trace_scorer.times import parse_timestamp
 
 #: Page size of the legacy list endpoints (Langfuse documents no maximum; 100 keeps pages light).
 LEGACY_MAX_LIMIT = 100

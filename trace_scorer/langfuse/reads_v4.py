@@ -30,7 +30,6 @@ from trace_scorer.langfuse.endpoints import (
 )
 from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v4_root_query
-from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import TraceScanner
 from trace_scorer.langfuse.transport import QueryValue, Transport
@@ -44,6 +43,7 @@ from trace_scorer.langfuse.types import (
     TraceRoot,
     TraceRows,
 )
+from trace_scorer.times import parse_timestamp
 
 log = structlog.get_logger(__name__)
 

@@ -31,11 +31,11 @@ from trace_scorer.langfuse.errors import (
     LangfuseResponseError,
     LangfuseTransportError,
 )
-from trace_scorer.langfuse.ids import parse_timestamp
 from trace_scorer.langfuse.retry import LangfuseRetryPolicy
 from trace_scorer.langfuse.server import ServerCapabilities
 from trace_scorer.langfuse.transport import Transport
 from trace_scorer.langfuse.types import ConfigCategory, ScoreConfig, ScoreConfigSpec
+from trace_scorer.times import parse_timestamp
 
 log = structlog.get_logger(__name__)
 
