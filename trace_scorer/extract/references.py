@@ -171,7 +171,6 @@ def read_references(
                 if explicit or field_name == "reference_tool_calls":
                     notes.add(f"references.{field_name}: {path} {problem}; not used")
     return found, sources
-    return found
 
 
 def describe_unused(expected_output: Any, sources: Mapping[str, str], notes: Notes) -> None:
