@@ -8,7 +8,6 @@ in the formula registry (trace_scorer.kpi.formulas).
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from typing import Annotated, Any, Literal, Union, cast
 
@@ -18,6 +17,7 @@ from trace_scorer.config.common import Duration, ScoreName, StrictModel
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.kpi.base import FormulaOptions
 from trace_scorer.kpi.formulas import FORMULAS, FormulaClass
+from trace_scorer.patterns import SafePattern
 
 
 class MetricEntry(StrictModel):
@@ -151,7 +151,8 @@ class TargetSettings(StrictModel):
     # -- dataset runs ---------------------------------------------------------------------------------
     #: Dataset names whose runs (experiments) this target scores (source = "dataset_runs").
     datasets: list[str] = Field(default_factory=list)
-    #: Only runs whose name matches this regular expression (searched anywhere in the name).
+    #: Only runs whose name matches this regular expression (searched anywhere in the name; RE2 syntax,
+    #: matched in linear time: no back-references or look-around).
     run_name_pattern: str | None = None
     #: Only these runs, by name.
     run_names: list[str] | None = None
@@ -169,9 +170,9 @@ class TargetSettings(StrictModel):
             raise ValueError("datasets, run_names and run_name_pattern apply to source = 'dataset_runs' only")
         if self.run_name_pattern is not None:
             try:
-                re.compile(self.run_name_pattern)
-            except re.error as exc:
-                raise ValueError(f"run_name_pattern is not a regular expression: {exc}") from None
+                SafePattern(self.run_name_pattern)
+            except ValueError as exc:
+                raise ValueError(f"run_name_pattern: {exc}") from None
         return self
 
     @property

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,6 +23,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, LangfuseClient, ScoreSubject, TraceRoot
+from trace_scorer.patterns import SafePattern
 from trace_scorer.pipeline import SampleResult
 from trace_scorer.sample import Sample
 from trace_scorer.state import RunState, StateStore, StoredResult
@@ -67,7 +67,7 @@ class DatasetRunSource(SourceBase):
     ) -> None:
         super().__init__(target, settings, client, state, scorer)
         self._datasets: list[Dataset] | None = None
-        self._pattern = re.compile(target.run_name_pattern) if target.run_name_pattern else None
+        self._pattern = SafePattern(target.run_name_pattern) if target.run_name_pattern else None
         #: Run id → its total item count when its items were last read by this process (v3: an
         #: unchanged total means no new item, and the items are not read again).
         self._read_counts: dict[str, int] = {}
@@ -76,7 +76,7 @@ class DatasetRunSource(SourceBase):
     def selected(self, experiment: Experiment) -> bool:
         if self.target.run_names is not None and experiment.name not in self.target.run_names:
             return False
-        return self._pattern is None or self._pattern.search(experiment.name) is not None
+        return self._pattern is None or self._pattern.search(experiment.name)
 
     async def datasets(self) -> list[Dataset]:
         if self._datasets is None:
