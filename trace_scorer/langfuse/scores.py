@@ -185,6 +185,9 @@ class ScorePoster:
         self.configs: dict[str, ScoreConfig] = {}
         #: 2.x rejects values equal to a config's bounds (see :mod:`.server`).
         self.exclusive_ranges = False
+        #: Score names the server rejected whole in a list: later posts send them in lists of their own,
+        #: so they never mix with (and force a bisection of) the scores that go through.
+        self.rejected_names: set[str] = set()
 
     @property
     def endpoint(self) -> Endpoint:
@@ -236,12 +239,18 @@ class ScorePoster:
         call = _Call(self._settings.score_bisect_max_requests)
         report = call.report
         prepared = self.prepare(scores, report)
-        groups = batches(
-            prepared,
-            max_count=self._settings.score_batch_size,
-            max_bytes=self._settings.score_batch_max_bytes,
-            overhead=self._overhead(),
-        )
+        suspect = [p for p in prepared if p.score.name in self.rejected_names]
+        clean = [p for p in prepared if p.score.name not in self.rejected_names]
+        groups = [
+            group
+            for part in (clean, *_by_name(suspect))
+            for group in batches(
+                part,
+                max_count=self._settings.score_batch_size,
+                max_bytes=self._settings.score_batch_max_bytes,
+                overhead=self._overhead(),
+            )
+        ]
         for number, batch in enumerate(groups):
             try:
                 await self._send(batch, call)
@@ -321,6 +330,16 @@ class ScorePoster:
         reason = "; ".join(dict.fromkeys(messages)) or "rejected by Langfuse (no message)"
         if accepted == 0:
             report.rejected += [RejectedScore(p.score, reason, "server") for p in batch]
+            if len(names := {p.score.name for p in batch}) == 1:
+                self.rejected_names |= names  # sent on its own from now on: no more bisecting for it
+            return
+        by_name = _by_name(batch)
+        if len(by_name) > 1 and call.budget_left >= len(by_name):
+            # A server that refuses a score usually refuses its name (its config, its type): one request
+            # per name finds such a name at once, where halving a mixed list could take dozens.
+            call.budget_left -= len(by_name)
+            for group in by_name:
+                await self._send_list(group, call)
             return
         if len(batch) > 1 and call.budget_left >= 2:
             call.budget_left -= 2
@@ -359,6 +378,14 @@ class ScorePoster:
             else:
                 report.undelivered.append(item.score)
                 report.errors.append(f"{INGESTION.label}: event {event_id} missing from the answer")
+
+
+def _by_name(prepared: Sequence[_Prepared]) -> list[list[_Prepared]]:
+    """``prepared`` grouped by score name, in order of first appearance."""
+    groups: dict[str, list[_Prepared]] = {}
+    for item in prepared:
+        groups.setdefault(item.score.name, []).append(item)
+    return list(groups.values())
 
 
 def _on_bound(score: ScoreToPost, config: ScoreConfig | None) -> bool:

@@ -11,6 +11,7 @@ The rules that keep scores neither lost nor duplicated:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -47,6 +48,18 @@ class WorkItem:
         return self.sample.trace_id or self.sample.id
 
 
+def unsettled_reason(delivery: DeliveryReport) -> str:
+    """Why a delivery is not complete, as /readyz and the log show it."""
+    parts = []
+    if delivery.undelivered:
+        parts.append(f"{len(delivery.undelivered)} scores undelivered: {'; '.join(delivery.errors[-3:]) or 'unknown'}")
+    if delivery.unattributed:
+        scores = sum(len(b.scores) for b in delivery.unattributed)
+        messages = "; ".join(dict.fromkeys(m for b in delivery.unattributed for m in b.messages)) or "no message"
+        parts.append(f"{scores} scores in lists Langfuse accepted only partly without saying which ({messages})")
+    return "; ".join(parts) or "delivery incomplete"
+
+
 class LangfuseUnavailable(Exception):
     """Scores could not be delivered after the retries: stop the tick, keep the watermark, try again later."""
 
@@ -81,6 +94,8 @@ class BatchScorer:
         self.telemetry = telemetry
         self.concurrency = concurrency
         self._progress = progress
+        #: (score name, reason) of rejections already logged at error level.
+        self._reported: set[tuple[str, str]] = set()
 
     def progress(self) -> None:
         """The tick is moving (a trace listed, fetched or scored, a batch posted): liveness must know,
@@ -131,9 +146,7 @@ class BatchScorer:
                     report.skipped["nothing to score"] += 1
             self.state.record_scored(self.target.name, done, self.plan.config_hash, now)
         if not delivery.complete:
-            raise LangfuseUnavailable(
-                f"{len(delivery.undelivered)} scores undelivered: {'; '.join(delivery.errors[-3:]) or 'unknown'}"
-            )
+            raise LangfuseUnavailable(unsettled_reason(delivery))
         return ScoredBatch(results, settled)
 
     def _record_failure(self, item: WorkItem, failures: dict[str, str], report: TickReport, now: datetime) -> None:
@@ -164,16 +177,16 @@ class BatchScorer:
         report.scores_rejected += len(delivery.rejected)
         if delivery.accepted:
             self.telemetry.scores_posted(self.target.name, len(delivery.accepted))
+        rejected_by: Counter[tuple[str, str, str]] = Counter()
         for rejected in delivery.rejected:
             self.telemetry.scores_rejected(self.target.name, rejected.by)
-            log.error(
-                "score_rejected",
-                target=self.target.name,
-                trace_id=rejected.score.subject.trace_id,
-                run_id=rejected.score.subject.dataset_run_id,
-                score=rejected.score.name,
-                by=rejected.by,
-                reason=rejected.reason,
+            rejected_by[(rejected.score.name, rejected.by, rejected.reason)] += 1
+        for (name, by, reason), count in rejected_by.items():
+            # Once per score name and reason: a name Langfuse always refuses must not flood the log.
+            first = (name, reason) not in self._reported
+            self._reported.add((name, reason))
+            (log.error if first else log.debug)(
+                "score_rejected", target=self.target.name, score=name, by=by, reason=reason, scores=count
             )
         for batch in delivery.unattributed:
             log.warning(

@@ -27,7 +27,7 @@ from trace_scorer.patterns import SafePattern
 from trace_scorer.pipeline import SampleResult
 from trace_scorer.sample import Sample
 from trace_scorer.state import RunState, StateStore, StoredResult
-from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, WorkItem
+from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, WorkItem, unsettled_reason
 from trace_scorer.worker.scores import decode_outcomes, encode_outcomes, scores_to_post
 from trace_scorer.worker.source import SourceBase
 from trace_scorer.worker.tick import TickReport
@@ -257,7 +257,7 @@ class DatasetRunSource(SourceBase):
             delivery = await self.client.post_scores(posts)
             self.scorer.count_delivery(delivery, report)
             if not delivery.complete:
-                raise LangfuseUnavailable(f"run-level scores of {key} undelivered: {'; '.join(delivery.errors[-3:])}")
+                raise LangfuseUnavailable(f"run-level scores of {key}: {unsettled_reason(delivery)}")
             accepted, rejected = len(delivery.accepted), len(delivery.rejected)
         for experiment in members:
             self.state.set_run_posted(self.target.name, experiment.id, signature)

@@ -65,7 +65,10 @@ def trace_filter(target: TargetSettings, settings: Settings) -> TraceFilter:
 
 
 def _first_error(tasks: Iterable[asyncio.Task[None]]) -> BaseException | None:
-    return next((t.exception() for t in tasks if not t.cancelled() and t.exception() is not None), None)
+    """The first failed task's error. Every task's exception is retrieved, so asyncio never logs "Task
+    exception was never retrieved" when several batches failed at once."""
+    errors = [t.exception() for t in tasks if not t.cancelled()]
+    return next((e for e in errors if e is not None), None)
 
 
 def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
@@ -156,7 +159,8 @@ class TraceSource(SourceBase):
                         break
             if running:
                 done, running = await asyncio.wait(running)
-                error = error or _first_error(done)
+                later = _first_error(done)  # retrieved even when an earlier batch already failed
+                error = error or later
         finally:
             for task in running:  # only when the tick itself is cancelled
                 task.cancel()
