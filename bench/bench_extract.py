@@ -4,7 +4,7 @@ Run: ``PYTHONPATH=. python bench/bench_extract.py [--traces 2000] [--rounds 3]``
 
 Two workloads, both from rows shaped exactly as ``/v2/observations`` returns them (``input``/``output``
 as JSON strings, so JSON parsing is part of the cost):
-- ``fixtures``: the seven realistic traces of tests/extract/fixtures (OpenAI chat and Responses,
+- ``fixtures``: the seven realistic traces of tests/unit/extract/fixtures (OpenAI chat and Responses,
   LangChain, OTel GenAI, Anthropic, TOOL-only, a crashed run; 3-12 rows each, some repeated), copied
   with fresh ids until ``--traces`` traces;
 - ``long-agent``: a 20-step tool-calling agent, each generation's input repeating the whole history
@@ -24,7 +24,7 @@ from typing import Any
 
 from trace_scorer.extract import samples_from_rows
 
-FIXTURES = Path(__file__).parents[1] / "tests" / "extract" / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "tests" / "unit" / "extract" / "fixtures"
 NAMES = [
     "openai_chat",
     "openai_responses",

@@ -1,6 +1,6 @@
 """A :class:`~standins.tasks.Task` as Langfuse v4 observation rows, in each format the extraction reads.
 
-The shapes follow ``tests/extract/fixtures/make_fixtures.py`` (and docs/formats.md): the Langfuse OpenAI
+The shapes follow ``tests/unit/extract/fixtures/make_fixtures.py`` (and docs/formats.md): the Langfuse OpenAI
 wrapper (Chat Completions and Responses), the LangChain CallbackHandler (LangGraph), OTel GenAI semconv
 (``parts`` and ``execute_tool`` spans), Anthropic Messages (OpenInference), and TOOL observations only.
 Rows carry every field group; ``input``/``output`` are JSON strings as v4 returns them, metadata values

@@ -1,5 +1,5 @@
 """Langfuse's query semantics, as plain functions over JSON rows: shared by the respx fake
-(``tests/langfuse/fake.py``) and the HTTP stand-in (:mod:`standins.langfuse_server`).
+(``tests/support/langfuse_fake.py``) and the HTTP stand-in (:mod:`standins.langfuse_server`).
 
 - v4 observation rows: field groups (absent, not null, when not requested), the simple query parameters,
   the structured ``filter`` (which, as Langfuse does, *replaces* a simple parameter on the same column),

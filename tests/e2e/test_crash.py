@@ -10,7 +10,7 @@ import pytest
 from standins.faults import FaultConfig, ScriptedFault
 from standins.handles import wait_until
 from standins.worker import worker_environment
-from tests.e2e.conftest import StartRun, backlog, stored_counts, target_for
+from tests.support.e2e import StartRun, backlog, stored_counts, target_for
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import pytest
 
 from standins.faults import FaultConfig
 from standins.worker import worker_environment
-from tests.e2e.conftest import Run, StartRun, backlog, local_samples, stored_counts, target_for
+from tests.support.e2e import Run, StartRun, backlog, local_samples, stored_counts, target_for
 
 
 def assert_exactly_once(run: Run) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from trace_scorer.config.settings import Settings
+from trace_scorer.embeddings import EmbeddingModels
 
 Reply = httpx.Response | Callable[[dict[str, Any]], httpx.Response]
 
@@ -117,3 +118,6 @@ class ScriptedEmbedder:
 
     async def aclose(self) -> None:
         self.closed = True
+
+
+EmbedderFactory = Callable[..., Awaitable[EmbeddingModels]]

@@ -1,15 +1,18 @@
-"""respx helpers: a scripted OpenAI-compatible chat-completions endpoint, and samples to judge."""
+"""respx helpers: a scripted OpenAI-compatible chat-completions endpoint, samples to judge, and judged
+metrics built on a judge."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 
 from trace_scorer.config.settings import Settings
+from trace_scorer.judge import Judge
+from trace_scorer.metrics.base import Metric, Resources
 from trace_scorer.sample import Message, Sample, ToolCall
 
 Reply = str | httpx.Response | Callable[[dict[str, Any]], "str | httpx.Response"]
@@ -123,3 +126,12 @@ def booking_sample(**fields: Any) -> Sample:
     values: dict[str, Any] = {"id": "s1", "trace_id": "t1", "messages": messages}
     values.update(fields)
     return Sample(**values)
+
+
+JudgeFactory = Callable[..., Awaitable[Judge]]
+
+
+def make_metric(cls: type[Metric[Any]], judge: Judge | None, name: str | None = None, **options: Any) -> Any:
+    metric = cls(name or cls.key, cls.Options(**options), Resources(judge=judge))
+    metric.check()
+    return metric

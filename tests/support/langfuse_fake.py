@@ -22,8 +22,8 @@ import respx
 
 from standins import langfuse_query as q
 from standins.contract import Contract, ContractViolation, get_contract
-from tests.langfuse import factories as f
-from tests.langfuse.factories import Reply
+from tests.support import langfuse_factories as f
+from tests.support.langfuse_factories import Reply
 
 BASE_URL = "https://langfuse.test"
 
@@ -423,21 +423,3 @@ class V2Server(V3Server):
         old = {k: v for k, v in item.items() if k != "mediaReferences"}
         return Reply(200, old, unchecked="Langfuse 2.95 sends no mediaReferences")
 
-
-class FakeClock:
-    """Time that moves only when slept on: tests read the waits instead of waiting."""
-
-    def __init__(self, wall: datetime | None = None) -> None:
-        self.elapsed = 0.0
-        self.wall = wall or f.T0 + timedelta(days=1)
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.elapsed
-
-    def now(self) -> datetime:
-        return self.wall + timedelta(seconds=self.elapsed)
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.elapsed += seconds

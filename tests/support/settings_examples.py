@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.paths import ROOT
 from trace_scorer.config import Settings, load_settings
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: Every settings.toml under deploy/.
 EXAMPLES = sorted((ROOT / "deploy").rglob("settings.toml"))

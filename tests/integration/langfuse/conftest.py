@@ -1,52 +1,16 @@
-"""Fixtures: a contract-checking fake Langfuse (v4 or v3), a fake clock, and clients wired to both."""
+"""Fixtures: clients wired to the contract-checking fake Langfuse (``fake``, ``v4``, ``v3`` and ``clock``
+come from :mod:`tests.support.fixtures`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import respx
-from pydantic import SecretStr
 
-from tests.langfuse.fake import BASE_URL, FakeClock, FakeLangfuse, V3Server, V4Server
-from trace_scorer.config.langfuse import LangfuseSettings
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_client import MakeClient, make_settings
 from trace_scorer.langfuse import ApiGeneration, LangfuseClient, ServerCapabilities
-
-SECRET = "sk-lf-very-secret-0123456789"
-PUBLIC = "pk-lf-test-public"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLangfuse]:
-    with respx.mock(assert_all_called=False) as router:
-        server = FakeLangfuse(router)
-        yield server
-    assert not server.violations, "contract violations:\n" + "\n".join(server.violations)
-
-
-@pytest.fixture
-def v4(fake: FakeLangfuse) -> V4Server:
-    return V4Server(fake)
-
-
-@pytest.fixture
-def v3(fake: FakeLangfuse) -> V3Server:
-    return V3Server(fake)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-def make_settings(**overrides: Any) -> LangfuseSettings:
-    values: dict[str, Any] = {"base_url": BASE_URL, "public_key": PUBLIC, "secret_key": SecretStr(SECRET)}
-    values.update(overrides)
-    return LangfuseSettings(**values)
-
-
-MakeClient = Callable[..., LangfuseClient]
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import MakeClient, make_settings
-from tests.langfuse.fake import FakeLangfuse, V3Server, V4Server
+from tests.support import langfuse_factories as f
+from tests.support.langfuse_client import MakeClient, make_settings
+from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
 from trace_scorer.config.common import ConfigError
 from trace_scorer.langfuse import ApiGeneration, LangfuseClient, LangfuseError, ScorePosting
 from trace_scorer.langfuse.reads_v3 import V3Reader

@@ -10,10 +10,10 @@ import pytest
 
 from standins.contract import PACKAGE_MODELS, Contract, ContractViolation, get_contract, locate_openapi
 from standins.contract.openapi import ENV_VAR, load_openapi, to_json_schema
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import MakeClient
-from tests.langfuse.factories import at
-from tests.langfuse.fake import FakeLangfuse, V3Server, V4Server
+from tests.support import langfuse_factories as f
+from tests.support.langfuse_client import MakeClient
+from tests.support.langfuse_factories import at
+from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
 from trace_scorer.langfuse import (
     ApiGeneration,
     LangfuseClient,

@@ -6,10 +6,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import MakeClient
-from tests.langfuse.factories import at
-from tests.langfuse.fake import FakeLangfuse, V3Server
+from tests.support import langfuse_factories as f
+from tests.support.langfuse_client import MakeClient
+from tests.support.langfuse_factories import at
+from tests.support.langfuse_fake import FakeLangfuse, V3Server
 from trace_scorer.langfuse import ApiGeneration, Dataset, TimeWindow, TraceFilter, TraceRoot
 
 TRACES = ("GET", "/api/public/traces")
@@ -282,7 +282,7 @@ async def test_langfuse_2_run_items_come_with_the_run_and_items_lack_media_refer
     fake: FakeLangfuse, make_client: MakeClient
 ) -> None:
     """2.95: ``/dataset-run-items`` answers 405; ``/dataset-items/{id}`` has no mediaReferences."""
-    from tests.langfuse.fake import V2Server
+    from tests.support.langfuse_fake import V2Server
     from trace_scorer.langfuse.server import ServerCapabilities
 
     v2 = V2Server(fake)

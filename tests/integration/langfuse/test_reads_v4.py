@@ -7,10 +7,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import MakeClient, make_settings
-from tests.langfuse.factories import at
-from tests.langfuse.fake import FakeLangfuse, V4Server
+from tests.support import langfuse_factories as f
+from tests.support.langfuse_client import MakeClient, make_settings
+from tests.support.langfuse_factories import at
+from tests.support.langfuse_fake import FakeLangfuse, V4Server
 from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
 from trace_scorer.langfuse.reads_v4 import V4Reader
 

@@ -11,10 +11,11 @@ import pytest
 import respx
 import structlog
 
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import PUBLIC, SECRET, MakeClient
-from tests.langfuse.factories import at
-from tests.langfuse.fake import BASE_URL, Disconnect, FakeClock, FakeLangfuse, Timeout, V3Server, V4Server
+from tests.support import langfuse_factories as f
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_client import PUBLIC, SECRET, MakeClient
+from tests.support.langfuse_factories import at
+from tests.support.langfuse_fake import BASE_URL, Disconnect, FakeLangfuse, Timeout, V3Server, V4Server
 from trace_scorer.langfuse import (
     ApiGeneration,
     LangfuseAuthError,

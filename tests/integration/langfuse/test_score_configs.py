@@ -8,10 +8,10 @@ import json
 import httpx
 import structlog
 
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import MakeClient
-from tests.langfuse.factories import Reply, at
-from tests.langfuse.fake import FakeLangfuse, V3Server, V4Server
+from tests.support import langfuse_factories as f
+from tests.support.langfuse_client import MakeClient
+from tests.support.langfuse_factories import Reply, at
+from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
 from trace_scorer.langfuse import ApiGeneration, ScoreConfigSpec, ScoreSubject, ScoreToPost
 from trace_scorer.langfuse.server import ServerCapabilities
 from trace_scorer.langfuse.types import ScoreConfig

@@ -11,10 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import MakeClient
-from tests.langfuse.factories import Reply, at
-from tests.langfuse.fake import FakeClock, FakeLangfuse, V3Server, V4Server
+from tests.support import langfuse_factories as f
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_client import MakeClient
+from tests.support.langfuse_factories import Reply, at
+from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
 from trace_scorer.config.common import ConfigError
 from trace_scorer.langfuse import (
     ApiGeneration,

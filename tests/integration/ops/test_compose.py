@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.ops.settings_examples import ROOT, load_example
+from tests.support.settings_examples import ROOT, load_example
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "docker-compose.yml"

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ops.conftest import FakeClock
-from tests.ops.settings_examples import ROOT
+from tests.support.clocks import ManualClock as FakeClock
+from tests.support.settings_examples import ROOT
 from trace_scorer.metrics.base import Failed, Score, Skipped
 from trace_scorer.ops import Health, Telemetry
 

@@ -19,7 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.ops.settings_examples import EXAMPLES, ROOT, load_example
+from tests.support.settings_examples import EXAMPLES, ROOT, load_example
 
 KUBERNETES = ROOT / "deploy" / "kubernetes"
 OVERLAYS = ("sidecar", "standalone")

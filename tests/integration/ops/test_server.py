@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.ops.conftest import FakeClock
+from tests.support.clocks import ManualClock as FakeClock
+from tests.support.paths import ROOT
 from trace_scorer.config import load_settings
 from trace_scorer.config.http import HttpSettings
 from trace_scorer.ops import Health, Ops, OpsServer, Telemetry
@@ -219,6 +220,6 @@ def test_probe_bodies_are_json_serialisable(health: Health) -> None:
 def test_shipped_settings_show_the_http_defaults() -> None:
     import tomllib
 
-    shipped = tomllib.loads((Path(__file__).resolve().parents[2] / "settings.toml").read_text())["http"]
+    shipped = tomllib.loads((ROOT / "settings.toml").read_text())["http"]
     assert HttpSettings(**shipped) == HttpSettings()
     assert set(shipped) == set(HttpSettings.model_fields)

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ops.conftest import FakeClock
+from tests.support.clocks import ManualClock as FakeClock
 from trace_scorer.metrics.base import Failed, Score, Skipped
 from trace_scorer.ops import Health, Telemetry
 

@@ -3,38 +3,20 @@ adapter clients and judges wired to them over real loopback HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
-from standins.generate import DatasetSpec, Scenario
+from standins.generate import Scenario
 from standins.handles import LangfuseHandle, OpenAIHandle, start_langfuse, start_openai
 from standins.langfuse_server import LangfuseOptions
 from standins.openai_server import OpenAIOptions
+from tests.support.langfuse_client import MakeClient
+from tests.support.standins import StartLangfuse, StartOpenAI, small_scenario
 from trace_scorer.config.langfuse import LangfuseRetrySettings, LangfuseSettings
 from trace_scorer.langfuse import LangfuseClient
-
-#: A backlog well in the past: every row is visible, and a local Corpus of the same scenario is identical.
-END = "2026-11-01T12:00:00+00:00"
-
-
-def small_scenario(**overrides: Any) -> Scenario:
-    values: dict[str, Any] = {
-        "seed": 11,
-        "traces": 60,
-        "spacing": 4.0,
-        "end": END,
-        "duplicate_rate": 0.3,
-        "datasets": (DatasetSpec(name="agent-bench", items=5, runs=2, attempts=2),),
-    }
-    values.update(overrides)
-    return Scenario(**values)
-
-
-StartLangfuse = Callable[..., LangfuseHandle]
-StartOpenAI = Callable[..., OpenAIHandle]
 
 
 @pytest.fixture
@@ -78,9 +60,6 @@ def start_llm() -> Iterator[StartOpenAI]:
         finally:
             handle.stop()
     assert not problems, "request/answer violations:\n" + "\n".join(problems)
-
-
-MakeClient = Callable[..., LangfuseClient]
 
 
 @pytest.fixture

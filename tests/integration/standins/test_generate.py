@@ -15,7 +15,7 @@ from standins.contract import get_contract
 from standins.formats import FORMATS, HOSTILE_KINDS, PROJECT_ID
 from standins.generate import MAX_TRACE, Corpus, DatasetSpec, Scenario, experiment_id
 from standins.tasks import DEVIATIONS
-from tests.standins.conftest import small_scenario
+from tests.support.standins import small_scenario
 from trace_scorer.extract import extract_sample
 
 

@@ -18,7 +18,8 @@ from langfuse.api import AsyncLangfuseAPI
 from standins.faults import ScriptedFault
 from standins.generate import Corpus, Scenario
 from standins.handles import LangfuseHandle, wait_until
-from tests.standins.conftest import END, MakeClient, StartLangfuse, small_scenario
+from tests.support.langfuse_client import MakeClient
+from tests.support.standins import END, StartLangfuse, small_scenario
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import (
     ApiGeneration,

@@ -10,7 +10,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,7 +20,8 @@ from standins.faults import FaultConfig, ScriptedFault
 from standins.generate import Corpus
 from standins.handles import OpenAIHandle
 from standins.openai_server import reference_topics, synthesize
-from tests.standins.conftest import StartOpenAI, small_scenario
+from tests.support.paths import ROOT
+from tests.support.standins import StartOpenAI, small_scenario
 from trace_scorer.config.settings import Settings
 from trace_scorer.extract import extract_sample
 from trace_scorer.judge import Judge, build_judge
@@ -31,7 +31,7 @@ from trace_scorer.metrics.base import Metric, Resources, Score
 from trace_scorer.metrics.topic_adherence import TopicAdherence, TopicAdherenceOptions
 from trace_scorer.sample import Sample
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = ROOT
 
 
 def samples(count: int = 8) -> list[Sample]:

@@ -16,7 +16,7 @@ from standins.generate import Corpus, DatasetSpec
 from standins.langfuse_profile import VERSIONS, profile_for
 from standins.langfuse_server import LangfuseOptions, parse_args
 from standins.score_store import ScoreStore
-from tests.standins.conftest import StartLangfuse, small_scenario
+from tests.support.standins import StartLangfuse, small_scenario
 
 WINDOW = {"fromStartTime": "2026-10-30T00:00:00Z", "toStartTime": "2026-11-02T00:00:00Z"}
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.langfuse import factories as f
-from tests.langfuse.conftest import PUBLIC, SECRET
-from tests.langfuse.fake import BASE_URL, FakeLangfuse, V4Server
-from tests.worker.conftest import agent_trace
+from tests.support import langfuse_factories as f
+from tests.support.langfuse_client import PUBLIC, SECRET
+from tests.support.langfuse_fake import BASE_URL, FakeLangfuse, V4Server
+from tests.support.worker import agent_trace
 from trace_scorer import cli
 
 CONFIG = f"""

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.langfuse import factories as f
-from tests.langfuse.fake import FakeClock, FakeLangfuse, V3Server, V4Server
-from tests.worker.conftest import MakeHarness, agent_trace
+from tests.support import langfuse_factories as f
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
+from tests.support.worker import MakeHarness, agent_trace, v3_agent_trace
 from trace_scorer.langfuse import ScoreSubject, score_id
 
 CITIES = {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Oslo"}
@@ -183,54 +184,10 @@ async def test_dataset_runs_on_a_v3_server(harness: MakeHarness, v3: V3Server, c
     assert run_level["tool_call_accuracy"]["value"] == 2 / 3
 
 
-def v3_agent_trace(trace_id: str, start: datetime, city: str) -> dict[str, Any]:
-    """The same agent run as `agent_trace`, in the v3 shape (a trace with its observations)."""
-    user = {"role": "user", "content": f"What's the weather in {city}?"}
-    return f.v3_trace(
-        trace_id,
-        start,
-        name="weather-agent",
-        input={"messages": [user]},
-        output={"role": "assistant", "content": f"It is 18 °C in {city} with light rain."},
-        observations=[
-            f.v3_observation(
-                f"{trace_id}-gen",
-                trace_id,
-                start + timedelta(seconds=1),
-                end=start + timedelta(seconds=2),
-                type="GENERATION",
-                name="OpenAI-generation",
-                input=[user],
-                output={
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "call_1",
-                            "type": "function",
-                            "function": {"name": "get_weather", "arguments": f'{{"city": "{city}"}}'},
-                        }
-                    ],
-                },
-            ),
-            f.v3_observation(
-                f"{trace_id}-tool",
-                trace_id,
-                start + timedelta(seconds=2),
-                end=start + timedelta(seconds=3),
-                type="TOOL",
-                name="get_weather",
-                input={"city": city},
-                output={"temperature": 18},
-            ),
-        ],
-    )
-
-
 async def test_production_traces_on_a_v3_server(
     harness: MakeHarness, v3: V3Server, fake: FakeLangfuse, clock: FakeClock
 ) -> None:
-    from tests.worker.conftest import traces_target
+    from tests.support.worker import traces_target
 
     start = clock.now() - timedelta(minutes=30)
     for index in range(3):

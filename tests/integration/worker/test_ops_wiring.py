@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.langfuse.fake import FakeClock, FakeLangfuse, V4Server
-from tests.worker.conftest import MakeHarness, agent_trace, traces_target
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_fake import FakeLangfuse, V4Server
+from tests.support.worker import MakeHarness, agent_trace, traces_target
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.ops import Health, Ops
@@ -164,7 +165,7 @@ async def test_a_request_the_server_refuses_whole_stops_the_target_and_settles_n
     """A 4.16-like server that takes no score list: every list is a 400 ("expected object, received
     array"). Nothing may be recorded as scored (a later fix must post them), the target stops, and
     /readyz says why."""
-    from tests.langfuse.factories import Reply
+    from tests.support.langfuse_factories import Reply
 
     v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
     refused = Reply(400, {"message": "Invalid request data", "error": [{"message": "Expected object, received array"}]})

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import structlog
 
-from tests.langfuse.fake import FakeClock, FakeLangfuse, V3Server, V4Server
-from tests.worker.conftest import MakeHarness, agent_trace
-from tests.worker.test_dataset_runs import v3_agent_trace
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
+from tests.support.worker import MakeHarness, agent_trace, v3_agent_trace
 from trace_scorer.worker.service import Worker
 
 
@@ -38,7 +38,7 @@ async def test_requests_per_100_traces_on_v3(
 async def test_scheduler_ticks_each_target_and_stops_cleanly(
     harness: MakeHarness, v4: V4Server, clock: FakeClock
 ) -> None:
-    from tests.worker.conftest import traces_target
+    from tests.support.worker import traces_target
 
     v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
     h = await harness(traces_target(interval=0.05))
@@ -61,7 +61,7 @@ async def test_stop_lets_the_running_tick_finish_its_batch(
 ) -> None:
     """SIGTERM while a batch is being scored: the batch is posted and recorded before the worker exits
     (APScheduler's shutdown cancels running coroutine jobs, so it must not come first)."""
-    from tests.worker.conftest import traces_target
+    from tests.support.worker import traces_target
 
     v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
     h = await harness(traces_target(interval=0.05))

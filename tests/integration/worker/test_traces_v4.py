@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.langfuse.fake import FakeClock, FakeLangfuse, V4Server
-from tests.worker.conftest import FLAKY, MakeHarness, agent_trace, traces_target
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_fake import FakeLangfuse, V4Server
+from tests.support.worker import FLAKY, MakeHarness, agent_trace, traces_target
 from trace_scorer.langfuse import ScoreSubject, score_id
 from trace_scorer.worker.traces import BATCHES_IN_FLIGHT
 
@@ -86,7 +87,7 @@ async def test_unfinished_and_recent_traces_wait_and_hold_the_watermark(
 
 
 def f_iso(moment: object) -> str:
-    from tests.langfuse.factories import iso
+    from tests.support.langfuse_factories import iso
 
     text = iso(moment)  # type: ignore[arg-type]
     assert text is not None
@@ -222,7 +223,7 @@ async def test_gives_up_after_max_tries(harness: MakeHarness, v4: V4Server, cloc
 async def test_langfuse_down_keeps_the_watermark_and_reposts_as_overwrite(
     harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
 ) -> None:
-    from tests.langfuse import factories as f
+    from tests.support import langfuse_factories as f
     from trace_scorer.worker.batch import LangfuseUnavailable
 
     seed(v4, clock, "t1", "t2")
@@ -345,7 +346,7 @@ async def test_metadata_references_are_read_whole(
     every root-metadata key its references read, or long golden calls would be cut JSON."""
     from contextlib import AsyncExitStack
 
-    from tests.worker.conftest import settings_for
+    from tests.support.worker import settings_for
     from trace_scorer.ops import Ops
     from trace_scorer.worker.service import open_context, reference_metadata_keys
 

@@ -89,7 +89,7 @@ async def test_metric_needing_an_unconfigured_judge_is_skipped_with_advice(toy_r
 
 
 async def test_required_fields_absent_vs_empty(toy_registry: MetricRegistry) -> None:
-    from tests.conftest import MetadataValue
+    from tests.support.toy_metrics import MetadataValue
 
     class NeedsReference(MetadataValue):
         key = "toy_needs_reference"

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 
+from tests.support.paths import ROOT
 from trace_scorer.inputs import load_inputs
 from trace_scorer.schema import sample_file_schema
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_committed_schema_is_current() -> None:

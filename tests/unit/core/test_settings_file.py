@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from pydantic import BaseModel
 
+from tests.support.paths import ROOT
 from trace_scorer.config import load_settings
 from trace_scorer.config.settings import Settings
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def keys(model: type[BaseModel], prefix: str = "") -> list[str]:

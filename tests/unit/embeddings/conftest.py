@@ -1,37 +1,17 @@
-"""Fixtures: a respx-mocked OpenAI-compatible embeddings endpoint, embedders whose waits are recorded, not
-slept, and a scripted in-memory embedder for the metric tests."""
+"""Fixtures: a respx-mocked OpenAI-compatible embeddings endpoint, and embedders whose waits are recorded,
+not slept (``sleeps`` comes from :mod:`tests.support.fixtures`)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import respx
 
-from tests.embeddings.helpers import EmbeddingsAPI, settings
+from tests.support.clocks import SleepRecorder
+from tests.support.embeddings import EmbedderFactory, EmbeddingsAPI, settings
 from trace_scorer.embeddings import EmbeddingModels, build_embedder
-
-
-class SleepRecorder:
-    """Stands in for asyncio.sleep: records the waits and advances a virtual clock, returning at once."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-        self._slept = 0.0
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self._slept += seconds
-
-    def clock(self) -> float:
-        return time.monotonic() + self._slept
-
-
-@pytest.fixture
-def sleeps() -> SleepRecorder:
-    return SleepRecorder()
 
 
 @pytest.fixture
@@ -40,9 +20,6 @@ def api() -> Any:
     with respx.mock(assert_all_mocked=True, assert_all_called=False) as mock:
         mock.post(url__regex=r".*/embeddings$").mock(side_effect=scripted)
         yield scripted
-
-
-EmbedderFactory = Callable[..., Awaitable[EmbeddingModels]]
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.embeddings.conftest import EmbedderFactory
-from tests.embeddings.helpers import EmbeddingsAPI, ScriptedEmbedder, error, provider, unit
+from tests.support.embeddings import EmbedderFactory, EmbeddingsAPI, ScriptedEmbedder, error, provider, unit
 from trace_scorer.config import ConfigError, TargetSettings
 from trace_scorer.embeddings import NO_EMBEDDER_MESSAGE, Embedder
 from trace_scorer.metrics.answer_similarity import (

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tests.embeddings.conftest import EmbedderFactory
-from tests.embeddings.helpers import EmbeddingsAPI, provider, settings
+from tests.support.embeddings import EmbedderFactory, EmbeddingsAPI, provider, settings
 from trace_scorer.config import ConfigError, load_settings
 from trace_scorer.config.settings import Settings
 from trace_scorer.embeddings import Embedder, EmbeddingModels, build_embedder

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -22,12 +21,12 @@ pytest.importorskip(
     "pip install -e '.[local-embeddings]'",
 )
 
+from tests.support.paths import ROOT
 from trace_scorer import cli
 from trace_scorer.config.settings import Settings
 from trace_scorer.embeddings import EmbeddingModels, build_embedder
 from trace_scorer.metrics.answer_similarity import cosine
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "attempts"
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.embeddings.helpers import ScriptedEmbedder
+from tests.support.embeddings import ScriptedEmbedder
 from trace_scorer.config import TargetSettings
 from trace_scorer.metrics.base import Resources, Score
 from trace_scorer.pipeline import GroupResult, Pipeline

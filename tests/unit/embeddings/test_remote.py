@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from tests.embeddings.conftest import EmbedderFactory, SleepRecorder
-from tests.embeddings.helpers import EmbeddingsAPI, embeddings_response, error, provider, vector_of
+from tests.support.clocks import SleepRecorder
+from tests.support.embeddings import EmbedderFactory, EmbeddingsAPI, embeddings_response, error, provider, vector_of
 from trace_scorer.embeddings import EmbeddingError
 
 

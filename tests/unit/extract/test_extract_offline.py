@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from tests.support.paths import ROOT
 from trace_scorer.extract import (
     index_items,
     looks_like_experiment_item,
@@ -15,7 +16,7 @@ from trace_scorer.extract import (
     samples_from_rows,
 )
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "traces"
+EXAMPLES = ROOT / "examples" / "traces"
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from tests.judge.conftest import JudgeFactory, make_metric
-from tests.judge.helpers import ScriptedLLM, booking_sample, provider, verdict
+from tests.support.judge import JudgeFactory, ScriptedLLM, booking_sample, make_metric, provider, verdict
 from trace_scorer.metrics.agent_goal_accuracy import AgentGoalAccuracy
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.sample import Message, Sample

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tests.judge.conftest import JudgeFactory, make_metric
-from tests.judge.helpers import ScriptedLLM, booking_sample, provider, verdict
+from tests.support.judge import JudgeFactory, ScriptedLLM, booking_sample, make_metric, provider, verdict
 from trace_scorer.metrics.aspect_critic import AspectCritic, majority
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.sample import Sample

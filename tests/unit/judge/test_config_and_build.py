@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.judge.conftest import JudgeFactory, make_metric
-from tests.judge.helpers import provider, settings
+from tests.support.judge import JudgeFactory, make_metric, provider, settings
 from trace_scorer.config import ConfigError, load_settings
 from trace_scorer.judge import NO_JUDGE_MESSAGE, Judge, build_judge
 from trace_scorer.metrics.agent_goal_accuracy import AgentGoalAccuracy

@@ -12,8 +12,17 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.judge.conftest import JudgeFactory, SleepRecorder, make_metric
-from tests.judge.helpers import ScriptedLLM, booking_sample, completion, error, provider, verdict
+from tests.support.clocks import SleepRecorder
+from tests.support.judge import (
+    JudgeFactory,
+    ScriptedLLM,
+    booking_sample,
+    completion,
+    error,
+    make_metric,
+    provider,
+    verdict,
+)
 from trace_scorer.judge import Judge
 from trace_scorer.metrics.agent_goal_accuracy import AgentGoalAccuracy
 from trace_scorer.metrics.aspect_critic import AspectCritic

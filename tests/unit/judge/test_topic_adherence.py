@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.judge.conftest import JudgeFactory, make_metric
-from tests.judge.helpers import ScriptedLLM, provider
+from tests.support.judge import JudgeFactory, ScriptedLLM, make_metric, provider
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.metrics.topic_adherence import TopicAdherence
 from trace_scorer.sample import Message, Sample

@@ -18,8 +18,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from tests.judge.conftest import SleepRecorder, make_metric
-from tests.judge.helpers import ScriptedLLM, booking_sample, provider, verdict
+from tests.support.clocks import SleepRecorder
+from tests.support.judge import ScriptedLLM, booking_sample, make_metric, provider, verdict
 from trace_scorer.config.settings import Settings
 from trace_scorer.judge import build_judge
 from trace_scorer.metrics.aspect_critic import AspectCritic
@@ -162,7 +162,7 @@ async def test_judge_calls_arrive_as_generations(
 async def test_failed_calls_are_recorded_as_errors(
     llm: ScriptedLLM, receiver: OtlpReceiver, sleeps: SleepRecorder
 ) -> None:
-    from tests.judge.helpers import error
+    from tests.support.judge import error
 
     llm.on("a", error(401, "invalid key"))
     llm.on("b", error(401, "invalid key"))

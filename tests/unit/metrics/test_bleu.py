@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tests.support.metrics import checked, sample
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.metrics.bleu import Bleu, BleuOptions
 from trace_scorer.metrics.registry import default_registry
-
-from ._support import checked, sample
 
 EXPECTED = "The quick brown fox jumps over the lazy dog"
 RESPONSE = "The quick brown fox jumped over a lazy dog"

@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from rouge_score.rouge_scorer import RougeScorer
 
+from tests.support.metrics import checked, sample
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.metrics.registry import default_registry
 from trace_scorer.metrics.rouge import Rouge, RougeOptions
-
-from ._support import checked, sample
 
 EXPECTED = "The quick brown fox jumps over the lazy dog"
 RESPONSE = "The quick brown fox jumped over a lazy dog"

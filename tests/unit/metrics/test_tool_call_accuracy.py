@@ -10,12 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from tests.support.metrics import call, checked, sample
 from trace_scorer.metrics.base import Score
 from trace_scorer.metrics.registry import default_registry
 from trace_scorer.metrics.tool_call_accuracy import ToolCallAccuracy, ToolCallAccuracyOptions
 from trace_scorer.sample import ToolCall
-
-from ._support import call, checked, sample
 
 
 def metric(**options: Any) -> ToolCallAccuracy:

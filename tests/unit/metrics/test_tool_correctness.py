@@ -7,12 +7,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tests.support.metrics import call, checked, sample
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.metrics.registry import default_registry
 from trace_scorer.metrics.tool_correctness import ToolCorrectness, ToolCorrectnessOptions
 from trace_scorer.sample import Message, Sample
-
-from ._support import call, checked, sample
 
 
 def metric(**options: Any) -> ToolCorrectness:

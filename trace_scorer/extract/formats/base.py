@@ -8,7 +8,7 @@ subclasses :class:`Format` and overrides only what it writes: the defaults know 
 
 The tables (``roles``, ``blocks``...) are merged once, at import, into one lookup each, so a format
 costs nothing on messages that are not its own; a type or key two formats both claim is an error
-(tests/extract/test_extract_formats.py checks it).
+(tests/unit/extract/test_extract_formats.py checks it).
 """
 
 from __future__ import annotations
