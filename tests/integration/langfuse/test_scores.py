@@ -507,3 +507,22 @@ async def test_a_rescore_sends_every_field_so_a_merge_leaves_nothing_stale(
     )
     assert first["comment"] == "old reason" and json.loads(first["metadata"]["details"]) == {"a": 1, "b": 2}
     assert second["comment"] is None and second["metadata"] == {"details": '{"a": 1}'}
+
+
+async def test_a_name_the_server_always_refuses_costs_one_request_per_name_then_none_extra(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    """A 207 mixing accepted and refused scores, where the server refuses one score *name*: the list is
+    resent once per name (not halved dozens of times), the name's scores are reported rejected, and later
+    posts send that name in a list of its own — no further bisection."""
+    v4.reject_score = lambda body: "score config mismatch" if body["name"] == "refused" else None
+    client = make_client(ApiGeneration.V4)
+    names = ("rouge", "refused", "tool_call_accuracy", "bleu")
+    scores = [score(trace=f"t{n}", name=names[n % 4]) for n in range(200)]
+    report = await client.post_scores(scores)
+    assert accounted_once(report, scores) and report.complete
+    assert {r.score.name for r in report.rejected} == {"refused"} and len(report.rejected) == 50
+    assert len(report.accepted) == 150
+    assert report.requests == 1 + len(names)  # the mixed list, then one list per name
+    again = await client.post_scores(scores)
+    assert again.requests == 2 and len(again.rejected) == 50 and len(again.accepted) == 150

@@ -389,3 +389,28 @@ async def test_a_long_trace_that_appears_only_when_it_ends_is_still_scored(
     clock.elapsed += 60
     report = await h.tick(context)  # read again, posted nothing
     assert report.scored == 0 and len(v4.score_posts) == posts
+
+
+async def test_when_two_batches_in_flight_both_fail_every_exception_is_retrieved() -> None:
+    """Otherwise asyncio logs "Task exception was never retrieved" for the second failed batch."""
+    import gc
+
+    from trace_scorer.worker.traces import _first_error
+
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+
+        async def fail(n: int) -> None:
+            raise RuntimeError(f"batch {n} failed")
+
+        tasks = {asyncio.create_task(fail(n)) for n in range(2)}
+        done, _ = await asyncio.wait(tasks)
+        assert isinstance(_first_error(done), RuntimeError)
+        del tasks, done
+        gc.collect()
+    finally:
+        loop.set_exception_handler(previous)
+    assert not [c for c in reported if "never retrieved" in str(c.get("message"))]
