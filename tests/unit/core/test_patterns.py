@@ -24,7 +24,7 @@ def test_patterns_search_anywhere_like_re_search() -> None:
 
 @pytest.mark.parametrize("pattern", [r"(?<=a)b", r"(a)\1"])
 def test_a_pattern_that_needs_backtracking_is_a_configuration_error(pattern: str) -> None:
-    with pytest.raises(ValidationError, match="run_name_pattern: .*RE2.*back-references and look-around"):
+    with pytest.raises(ValidationError, match=r"run_name_pattern: .*RE2.*back-references and look-around"):
         TargetSettings.model_validate(
             {"name": "b", "source": "dataset_runs", "datasets": ["d"], "run_name_pattern": pattern,
              "metrics": [{"metric": "rouge"}]}
