@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import IO, Any
@@ -17,8 +18,9 @@ SKIPPED_CELL = "–"
 FAILED_CELL = "failed"
 
 
-def _rounded(values: dict[str, float]) -> dict[str, float]:
-    return {name: round(value, 6) for name, value in values.items()}
+def _rounded(values: dict[str, float]) -> dict[str, float | None]:
+    """Values to six places; a non-finite one (never expected: KPIs skip them) as null, so the line stays JSON."""
+    return {name: round(value, 6) if math.isfinite(value) else None for name, value in values.items()}
 
 
 def sample_json(result: SampleResult) -> dict[str, Any]:
@@ -45,9 +47,9 @@ def group_json(result: GroupResult) -> dict[str, Any]:
 
 def write_json_lines(out: IO[str], samples: Sequence[SampleResult], groups: Sequence[GroupResult]) -> None:
     for result in samples:
-        out.write(json.dumps(sample_json(result), ensure_ascii=False) + "\n")
+        out.write(json.dumps(sample_json(result), ensure_ascii=False, allow_nan=False) + "\n")
     for group in groups:
-        out.write(json.dumps(group_json(group), ensure_ascii=False) + "\n")
+        out.write(json.dumps(group_json(group), ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def _cell(result: SampleResult | GroupResult, name: str) -> str:

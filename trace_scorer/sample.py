@@ -76,6 +76,19 @@ class Message(BaseModel):
         return content_text(value)
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (for error messages)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
 def content_text(value: Any) -> str:
     """Message content as text: strings as they are, lists of text parts joined, None as ``""``."""
     if value is None:
@@ -124,8 +137,12 @@ class Sample(BaseModel):
 
     @field_validator("response", "expected", "reference", mode="before")
     @classmethod
-    def _text_or_none(cls, value: Any) -> str | None:
-        return None if value is None else content_text(value)
+    def _text_or_none(cls, value: Any) -> Any:
+        """Text or null, as the published schema says: a number, boolean, object or array is refused
+        (scoring its JSON form as the answer would give a number that means nothing)."""
+        if value is None or isinstance(value, str):
+            return value
+        raise ValueError(f"must be a string or null, not {json_type(value)}")
 
     def user_text(self) -> str:
         """All user messages' text, joined (used e.g. to find salient tokens)."""

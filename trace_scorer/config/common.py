@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import (
+    AfterValidator,
+    AllowInfNan,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from trace_scorer.errors import UserError
 
@@ -16,10 +26,49 @@ class ConfigError(UserError):
     heading = "configuration error:\n"
 
 
-class StrictModel(BaseModel):
-    """Base of every settings section: an unknown key is an error, not silently ignored."""
+#: The error type of a boolean given for a number; its context names the key (config.settings puts the key
+#: into the error's location).
+BOOL_FOR_NUMBER = "bool_for_number"
 
-    model_config = ConfigDict(extra="forbid")
+
+def refuse_bool(value: Any) -> Any:
+    """``true``/``false`` where a number is expected is an error (pydantic would read ``true`` as 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+def _is_numeric(annotation: Any) -> bool:
+    """int, float, or an optional/union of them (not bool)."""
+    if annotation in (int, float):
+        return True
+    return get_origin(annotation) in (Union, UnionType) and any(a in (int, float) for a in get_args(annotation))
+
+
+class StrictModel(BaseModel):
+    """Base of every settings section: an unknown key is an error, not silently ignored.
+
+    Numbers are numbers: a boolean given for a numeric key is refused (``requests_per_minute = true``
+    would otherwise be 1), and so are NaN and ±Infinity (``threshold = nan`` compares false with
+    everything); the error names the key.
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, data: Any) -> Any:
+        # A model validator, not a field validator on "*": that would also wrap discriminator fields.
+        if isinstance(data, dict):
+            for name, field in cls.model_fields.items():
+                value = data.get(field.alias or name)
+                if isinstance(value, bool) and _is_numeric(field.annotation):
+                    raise PydanticCustomError(
+                        BOOL_FOR_NUMBER,
+                        "{key}: expected a number, not {value}",
+                        {"key": field.alias or name, "value": str(value).lower()},
+                    )
+        return data
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -41,8 +90,24 @@ def parse_duration(value: Any) -> float:
     return seconds
 
 
+#: A number from the configuration: a float, never a boolean, never NaN or ±Infinity (for fields of models
+#: that are not a StrictModel, and for the values of mappings such as KPI weights).
+Number = Annotated[float, BeforeValidator(refuse_bool), AllowInfNan(False)]
+
 #: A duration in seconds; accepts numbers and strings like "30s", "5m".
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def public_url(url: str) -> str:
+    """``url`` without its userinfo (``https://user:secret@host`` → ``https://host``), to print or log."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rpartition("@")[2] if "@" in url else url
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
 
 #: Langfuse's score-config name rule (SPEC.md "Values and names").
 SCORE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_ .()\-]{1,35}$")

@@ -17,8 +17,13 @@ from trace_scorer.config.common import Duration, StrictModel
 StructuredOutput = Literal["json_schema", "json_object", "none"]
 Language = Literal["en", "ru"]
 
+#: Without ``request_deadline``, one HTTP request to a provider may take this many ``timeout``s in all.
+DEADLINE_TIMEOUTS = 3
+
 #: Langfuse's rule for environment names: lowercase ``[a-z0-9_-]``, not starting with "langfuse".
 _ENVIRONMENT = re.compile(r"^[a-z0-9_-]{1,40}$")
+#: What an environment variable's name looks like (``api_key_env``).
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 class ModelPrice(StrictModel):
@@ -45,8 +50,12 @@ class ProviderSettings(StrictModel):
     requests_per_minute: float | None = Field(default=None, gt=0)
     #: Requests in flight at once to this provider, over all models and metrics.
     max_concurrency: int = Field(default=16, ge=1, le=1024)
-    #: Per HTTP request; a timeout is retried like a 5xx.
+    #: Per HTTP read, connect and write (httpx's timeout: a server trickling bytes never reaches it); a
+    #: timeout is retried like a 5xx.
     timeout: Duration = 60.0
+    #: Most time one HTTP request may take in all, reading the whole answer included; running out counts
+    #: and is retried like a timeout. Unset: ``DEADLINE_TIMEOUTS`` × ``timeout`` (3 min by default).
+    request_deadline: Duration | None = Field(default=None, gt=0)
     #: How to ask for JSON: "json_schema" (structured output), "json_object" (JSON mode) or "none"
     #: (prompt only). Stepped down automatically for a model whose endpoint rejects the parameter.
     structured_output: StructuredOutput = "json_schema"
@@ -55,12 +64,28 @@ class ProviderSettings(StrictModel):
     #: Extra HTTP headers on every request (e.g. OpenRouter's HTTP-Referer / X-Title).
     headers: dict[str, str] = Field(default_factory=dict)
 
+    @property
+    def deadline(self) -> float:
+        """The total deadline of one HTTP request, in seconds (``request_deadline`` or a multiple of ``timeout``)."""
+        return self.request_deadline if self.request_deadline is not None else DEADLINE_TIMEOUTS * self.timeout
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"{value!r} is not an http(s) URL")
         return value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        # Never echo the value: when it is not a variable name it is most likely the key itself.
+        if value is not None and not _VARIABLE.match(value):
+            raise ValueError(
+                "api_key_env must name an environment variable (e.g. OPENROUTER_API_KEY), not hold the key: "
+                "put the key into that variable"
+            )
+        return value
 
     @field_validator("chat_models", "embedding_models")
     @classmethod
@@ -115,6 +140,11 @@ class JudgeSettings(ProviderRetrySettings):
     validation_retries: int = Field(default=2, ge=0, le=10)
     #: Identical requests answered from memory within one process (0 turns the cache off).
     cache_size: int = Field(default=10_000, ge=0)
+    #: Most time one judged metric may take on one sample, all its judge calls, retries and waits included.
+    #: Running out fails the metric for that sample ("judge did not answer within …"), so the other scores
+    #: of the batch are still posted and a later tick retries it. Longer than max_retry_after, so one
+    #: honoured Retry-After does not fail it.
+    metric_deadline: Duration = Field(default=600.0, gt=0)
     #: Record judge calls in Langfuse. Unset: on in the worker, off in offline ``score``.
     tracing: bool | None = None
     #: Langfuse environment of the judge traces; the trace sources never score it.

@@ -44,8 +44,11 @@ class LangfuseSettings(StrictModel):
     #: Secret key (sk-lf-…): from the environment only
     #: (LANGFUSE_SECRET_KEY or TRACE_SCORER_LANGFUSE__SECRET_KEY).
     secret_key: SecretStr | None = None
-    #: Per-request timeout (connect, read, write).
+    #: Per-request timeout (connect, read, write), each on its own: a server trickling bytes never reaches it.
     timeout: Duration = 30.0
+    #: Most time one request may take in all, reading the whole answer included; running out counts and is
+    #: retried like a timeout. Unset: 3 × ``timeout`` (90 s by default).
+    request_deadline: Duration | None = Field(default=None, gt=0)
     #: Which API generation to use: "auto" probes the server once at start-up (v4 endpoints, legacy on 404).
     api_generation: Literal["auto", "v4", "v3"] = "auto"
     #: How scores are written: "auto" decides from the server's version (the ``POST /scores`` list on
@@ -68,7 +71,16 @@ class LangfuseSettings(StrictModel):
     page_size: int = Field(default=1000, ge=1, le=1000)
     #: Most observation rows one window scan holds in memory; a fuller window is split in halves.
     max_rows_in_memory: int = Field(default=50_000, ge=100)
+    #: A trace with more observation rows than this is not scored: its reads stop at the cap, it is counted
+    #: under ``traces_skipped_total{reason="too many observations"}``, logged once and recorded as done.
+    #: 0 = no cap (a trace is read whole, whatever its size).
+    max_rows_per_trace: int = Field(default=20_000, ge=0)
     #: How far a trace's observations may start before its root's start or after its root's end.
     trace_slack: Duration = 300.0
     #: Up to this many traces are fetched one request each (``traceId=…``); more use one window scan.
     per_trace_fetch_max: int = Field(default=2, ge=0)
+
+    @property
+    def deadline(self) -> float:
+        """The total deadline of one request, in seconds (``request_deadline``, else 3 × ``timeout``)."""
+        return self.request_deadline if self.request_deadline is not None else 3 * self.timeout

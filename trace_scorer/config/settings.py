@@ -8,6 +8,7 @@ the TOML file, the defaults. Secrets are refused in the TOML file: they belong i
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from trace_scorer.config.common import ConfigError
+from trace_scorer.config.common import BOOL_FOR_NUMBER, ConfigError
 from trace_scorer.config.embeddings import EmbeddingSettings
 from trace_scorer.config.http import HttpSettings
 from trace_scorer.config.judge import JudgeSettings, ProviderSettings
@@ -96,6 +97,28 @@ def _apply_langfuse_env(data: dict[str, Any], environ: Mapping[str, str]) -> Non
         data["langfuse"] = {**(section or {}), **overrides}
 
 
+#: Header names that carry credentials: refused in the TOML file (they belong in the environment).
+_SECRET_HEADERS = re.compile(r"authorization|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
+
+
+def _refuse_secret_headers(data: Mapping[str, Any], source: str) -> None:
+    """``[[providers]] headers`` from the file may not carry credentials (the header's value is not shown)."""
+    providers = data.get("providers")
+    if not isinstance(providers, list):
+        return
+    for index, provider in enumerate(providers):
+        headers = provider.get("headers") if isinstance(provider, dict) else None
+        if not isinstance(headers, dict):
+            continue
+        for name in headers:
+            if isinstance(name, str) and _SECRET_HEADERS.search(name):
+                raise ConfigError(
+                    f"{source}: providers[{index}].headers.{name}: looks like a credential, and secrets are read "
+                    "from the environment only: put the API key into the variable api_key_env names (sent as "
+                    "'Authorization: Bearer …'), or give the providers in TRACE_SCORER_PROVIDERS"
+                )
+
+
 def format_location(loc: tuple[int | str, ...]) -> str:
     """``("targets", 0, "kpis", 1, "threshold", "metric")`` → ``targets[0].kpis[1].metric``."""
     text = ""
@@ -120,6 +143,11 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     for error in exc.errors():
         where = format_location(tuple(error["loc"]))
         message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == BOOL_FOR_NUMBER and "ctx" in error:
+            # Raised by the section's model validator: the key is in the context, not the location.
+            key = str(error["ctx"]["key"])
+            where = f"{where}.{key}" if where else key
+            message = message.removeprefix(f"{key}: ")
         if error["type"] == "extra_forbidden":
             message = "unknown key"
         lines.append(f"{source}: {where}: {message}")
@@ -139,6 +167,7 @@ def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = 
     for (section, key), variable in _SECRET_KEYS.items():
         if isinstance(data.get(section), dict) and key in data[section]:
             raise ConfigError(f"{source}: {section}.{key}: secrets are read from the environment only ({variable})")
+    _refuse_secret_headers(data, source)
     _apply_langfuse_env(data, environ)
     saved = os.environ.copy() if environ is not os.environ else None
     try:

@@ -4,7 +4,9 @@ The transport is the providers' (trace_scorer.providers, shared with the judge):
 over a pooled httpx client (``open_client``), the tenacity retry policy that honours ``Retry-After``
 (``RetryPolicy``), and per-provider bounds on requests in flight and per minute with a pause after a 429
 (``ProviderLimits``). One :class:`EmbeddingProvider` per provider is shared by all its embedding models; its bounds
-are separate from the judge's chat calls to the same provider.
+are separate from the judge's chat calls to the same provider. Each request has a total deadline (the
+provider's ``request_deadline``), retried like a timeout; every retry is logged (``embeddings.retry``)
+and told to :attr:`EmbeddingProvider.on_retry` (the worker's metrics).
 """
 
 from __future__ import annotations
@@ -14,17 +16,21 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import openai
+import structlog
 
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
-from trace_scorer.providers.client import describe_error, open_client
+from trace_scorer.providers.client import describe_error, open_client, within_deadline
+from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import ProviderLimits
-from trace_scorer.providers.retry import RetryPolicy
+from trace_scorer.providers.retry import RetryPolicy, retry_status
 from trace_scorer.providers.usage import Usage
 from trace_scorer.retry import Sleep
 
 #: Refusals that are about what the request holds (too long a text, too many tokens in one request).
 _PER_INPUT_STATUSES = frozenset({400, 413, 422})
+
+log = structlog.get_logger(__name__)
 
 
 class EmbeddingProvider:
@@ -38,8 +44,14 @@ class EmbeddingProvider:
         *,
         sleep: Sleep,
         clock: Callable[[], float] = time.monotonic,
+        deadline: Deadline = system_deadline,
     ) -> None:
         self.name = settings.name
+        #: Bounds each HTTP request in all (``settings.deadline`` seconds, the answer's body included).
+        self.deadline = deadline
+        #: Told of every retry: model ``provider/model-id``, the failed attempt's status (HTTP code,
+        #: ``timeout``, ``connection_error``) and the wait before the next attempt.
+        self.on_retry: Callable[[str, str, float], None] | None = None
         self.settings = settings
         self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock)
         self._retry = retry
@@ -49,13 +61,33 @@ class EmbeddingProvider:
     async def embed(self, model_id: str, texts: Sequence[str]) -> BatchResult:
         """One request (retried on 429/5xx/timeouts) for the vectors of ``texts``, in order."""
         ref = f"{self.name}/{model_id}"
-        retrying = self._retry.retrying(on_retry_after=self.limits.pause)
+
+        def retried(error: BaseException | None, attempt: int, wait: float) -> None:
+            status = retry_status(error)
+            log.warning(
+                "embeddings.retry",
+                model=ref,
+                status=status,
+                attempt=attempt,
+                wait_seconds=round(wait, 3),
+                error=describe_error(error) if error is not None else None,
+            )
+            if self.on_retry is not None:
+                self.on_retry(ref, status, wait)
+
+        retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=retried)
+        url = f"{self.settings.base_url}/embeddings"
         try:
             async for attempt in retrying:
                 with attempt:
                     async with self.limits.slot():
-                        response = await self._client.embeddings.create(
-                            model=model_id, input=list(texts), encoding_format="float"
+                        response = await within_deadline(
+                            self.deadline,
+                            self.settings.deadline,
+                            url,
+                            lambda: self._client.embeddings.create(
+                                model=model_id, input=list(texts), encoding_format="float"
+                            ),
                         )
         except openai.OpenAIError as exc:
             attempts = retrying.statistics.get("attempt_number", 1)

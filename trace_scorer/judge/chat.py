@@ -20,11 +20,12 @@ from pydantic import BaseModel
 from trace_scorer.config.judge import ModelPrice, ProviderSettings, StructuredOutput
 from trace_scorer.judge.errors import ProviderCallError
 from trace_scorer.judge.structured import STEP_DOWN, response_format
-from trace_scorer.providers.client import describe_error, open_client
+from trace_scorer.providers.client import describe_error, open_client, within_deadline
+from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import ProviderLimits
 from trace_scorer.providers.retry import RetryPolicy
 from trace_scorer.providers.usage import Usage
-from trace_scorer.retry import Sleep
+from trace_scorer.retry import OnRetry, Sleep
 
 log = structlog.get_logger(__name__)
 
@@ -65,8 +66,11 @@ class Provider:
         sleep: Sleep,
         clock: Callable[[], float] = time.monotonic,
         http_client: httpx.AsyncClient | None = None,
+        deadline: Deadline = system_deadline,
     ) -> None:
         self.name = settings.name
+        #: Bounds each HTTP request in all (``settings.deadline`` seconds, the answer's body included).
+        self.deadline = deadline
         self.settings = settings
         self.limits = ProviderLimits(
             settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock
@@ -93,12 +97,15 @@ class Provider:
         schema: type[BaseModel],
         temperature: float,
         max_tokens: int,
+        on_retry: OnRetry | None = None,
     ) -> Completion:
-        """One answer from ``model_id``; raises :class:`ProviderCallError` when the retries run out."""
+        """One answer from ``model_id``; raises :class:`ProviderCallError` when the retries run out.
+
+        ``on_retry`` is told of each HTTP retry (the failure, the attempt that failed, the wait)."""
         while True:
             mode = self.mode(model_id)
             try:
-                return await self._complete(model_id, messages, schema, temperature, max_tokens, mode)
+                return await self._complete(model_id, messages, schema, temperature, max_tokens, mode, on_retry)
             except openai.APIStatusError as exc:
                 lower = STEP_DOWN[mode]
                 if lower is None or not _rejects_format(exc):
@@ -121,23 +128,30 @@ class Provider:
         temperature: float,
         max_tokens: int,
         mode: StructuredOutput,
+        on_retry: OnRetry | None = None,
     ) -> Completion:
         extra: dict[str, Any] = {}
         if (fmt := response_format(mode, schema)) is not None:
             extra["response_format"] = fmt
-        retrying = self._retry.retrying(on_retry_after=self.limits.pause)
+        retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=on_retry)
         started = time.time()
         clock = time.monotonic()
+        url = f"{self.settings.base_url}/chat/completions"
         try:
             async for attempt in retrying:
                 with attempt:
                     async with self.limits.slot():
-                        response = await self.client.chat.completions.create(
-                            model=model_id,
-                            messages=list(messages),  # type: ignore[arg-type]
-                            temperature=temperature,
-                            max_tokens=max_tokens,
-                            **extra,
+                        response = await within_deadline(
+                            self.deadline,
+                            self.settings.deadline,
+                            url,
+                            lambda: self.client.chat.completions.create(
+                                model=model_id,
+                                messages=list(messages),  # type: ignore[arg-type]
+                                temperature=temperature,
+                                max_tokens=max_tokens,
+                                **extra,
+                            ),
                         )
         except openai.APIStatusError as exc:
             if _rejects_format(exc) and STEP_DOWN[mode] is not None:

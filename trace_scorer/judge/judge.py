@@ -4,13 +4,19 @@ It knows the configured chat models (``provider/model-id``), asks one of them a 
 validated against a pydantic schema — asking again, a bounded number of times, when the answer does not
 validate — caches identical requests, accounts tokens and cost, and records each call in Langfuse when
 tracing is on. Metrics never build HTTP requests or prompts' text themselves.
+
+Time is bounded twice: each HTTP request by its provider's ``request_deadline`` (retried like a timeout),
+and each judged metric of a sample by ``[judge] metric_deadline`` (:meth:`Judge.bounded`, which the
+pipeline wraps around every judged metric: running out fails that metric, never the batch).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -19,10 +25,11 @@ from pydantic import BaseModel
 
 from trace_scorer.config.judge import JudgeSettings
 from trace_scorer.judge.cache import RequestCache, request_key
-from trace_scorer.judge.errors import JudgeCallError, NoValidAnswerError
+from trace_scorer.judge.errors import JudgeCallError, NoValidAnswerError, ProviderCallError
 from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
 from trace_scorer.judge.render import render_conversation
 from trace_scorer.judge.structured import AnswerRejected, parse_answer, schema_name, strict_json_schema
+from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.usage import Usage, UsageLedger
 from trace_scorer.sample import Sample
 
@@ -34,6 +41,21 @@ if TYPE_CHECKING:  # imported where used: openai and langfuse are slow to import
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+#: The models being asked, and how many asks of each are in flight, on behalf of the judged metric that
+#: :meth:`Judge.bounded` is running (shared by the tasks the metric starts: they copy the context).
+_ASKING: ContextVar[Counter[str] | None] = ContextVar("trace_scorer_judge_asking", default=None)
+
+
+class JudgeTimeout(Exception):
+    """A judged metric ran out of ``metric_deadline``; ``models`` were still being asked."""
+
+    def __init__(self, seconds: float, models: Sequence[str]) -> None:
+        self.seconds = seconds
+        self.models = tuple(models)
+        waiting = f" (waiting on {', '.join(self.models)})" if self.models else ""
+        super().__init__(f"judge did not answer within {seconds:g}s{waiting}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +118,36 @@ class Judge:
         #: ``invalid`` (answered, but not valid) / ``error`` (no answer after retries), its usage and
         #: seconds): the worker's metrics.
         self.on_call: Callable[[str, Literal["ok", "invalid", "error"], Usage, float | None], None] | None = None
+        #: Told of every HTTP retry of a chat completion: model ``provider/model-id``, the failed attempt's
+        #: status (HTTP code, ``timeout``, ``connection_error``) and the wait before the next attempt.
+        self.on_retry: Callable[[str, str, float], None] | None = None
+        #: Bounds each judged metric of a sample (:meth:`bounded`); tests inject one they expire.
+        self.deadline: Deadline = system_deadline
+
+    def use_deadline(self, deadline: Deadline) -> None:
+        """Use ``deadline`` for the metric deadline and every provider's request deadline (tests)."""
+        self.deadline = deadline
+        for provider in self._providers.values():
+            provider.deadline = deadline
+
+    def _retried(self, model: str) -> Callable[[BaseException | None, int, float], None]:
+        def retried(error: BaseException | None, attempt: int, wait: float) -> None:
+            from trace_scorer.providers.client import describe_error
+            from trace_scorer.providers.retry import retry_status
+
+            status = retry_status(error)
+            log.warning(
+                "judge.retry",
+                model=model,
+                status=status,
+                attempt=attempt,
+                wait_seconds=round(wait, 3),
+                error=describe_error(error) if error is not None else None,
+            )
+            if self.on_retry is not None:
+                self.on_retry(model, status, wait)
+
+        return retried
 
     def _observe(
         self, model: str, outcome: Literal["ok", "invalid", "error"], usage: Usage, seconds: float | None
@@ -146,6 +198,23 @@ class Judge:
         )
 
     # --- runs and calls -----------------------------------------------------------------------
+
+    async def bounded(self, work: Awaitable[R]) -> R:
+        """``await work`` (one judged metric on one sample) within ``metric_deadline``.
+
+        Raises :class:`JudgeTimeout`, naming the models still being asked, when the time runs out (the
+        work is cancelled: its calls in flight are abandoned, their spans closed as failed).
+        """
+        asking: Counter[str] = Counter()
+        token = _ASKING.set(asking)
+        seconds = self.settings.metric_deadline
+        try:
+            async with self.deadline(seconds):
+                return await work
+        except TimeoutError:
+            raise JudgeTimeout(seconds, sorted(m for m, n in asking.items() if n > 0)) from None
+        finally:
+            _ASKING.reset(token)
 
     @asynccontextmanager
     async def run(
@@ -210,6 +279,9 @@ class Judge:
             made_the_call = True
             return await self._ask_uncached(run, ref, template, messages, schema, context, temperature)
 
+        asking = _ASKING.get()
+        if asking is not None:
+            asking[model] += 1
         try:
             answer, hit = await self._cache.get_or_call(key, call)
         except JudgeCallError as exc:
@@ -217,6 +289,16 @@ class Judge:
                 raise
             # an identical request in flight failed: its tokens are counted once, by the asker that paid
             raise type(exc)(exc.model, exc.message) from exc
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if made_the_call or (task is not None and task.cancelling()):
+                asking = None  # cancelled while asking: the model stays named as unanswered
+                raise
+            # the identical request we waited on was abandoned (its own metric ran out of time), not us
+            raise ProviderCallError(model, "an identical request in flight was abandoned") from None
+        finally:
+            if asking is not None:
+                asking[model] -= 1
         if hit:
             return replace(answer, usage=Usage(), cached=True)
         return answer
@@ -253,6 +335,7 @@ class Judge:
                         schema=schema,
                         temperature=temperature,
                         max_tokens=self.settings.max_tokens,
+                        on_retry=self._retried(ref.name),
                     )
                 except JudgeCallError as exc:
                     if generation is not None:

@@ -10,12 +10,13 @@ skipped with the reason (never a silent zero); so is a division by zero.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict
 
 from trace_scorer.kpi.expression import DivisionByZero
 from trace_scorer.outcomes import Outcome, Score, Skipped
@@ -23,10 +24,20 @@ from trace_scorer.outcomes import Outcome, Score, Skipped
 Compute = Callable[[Mapping[str, float]], float]
 
 
+def _refuse_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+#: A number in a formula's options: never a boolean (``true`` would be 1), never NaN or ±Infinity.
+Number = Annotated[float, BeforeValidator(_refuse_bool), AllowInfNan(False)]
+
+
 class FormulaOptions(BaseModel):
     """Base of every formula's options: unknown keys are configuration errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 OptionsT = TypeVar("OptionsT", bound=FormulaOptions)
@@ -99,4 +110,9 @@ class Kpi:
             value = self.compute(values)
         except DivisionByZero:
             return Skipped(f"{self.name}: division by zero in {self.description}")
+        except OverflowError:
+            return Skipped(f"{self.name}: the value overflows (not a finite number) in {self.description}")
+        if not math.isfinite(value):
+            # inf or nan (e.g. rouge * 1e308 * 10): not a score Langfuse or a JSON reader can take.
+            return Skipped(f"{self.name}: the value is not a finite number ({value}) in {self.description}")
         return Score(value=value, comment=f"{self.formula}: {self.description}", details={"inputs": values})

@@ -1,8 +1,9 @@
 """The ``expression`` KPI formula: a small arithmetic language over score names, never ``eval``.
 
 Grammar: numbers, score names, ``+ - * /`` (also ``× ÷ −``), parentheses, one comparison
-(``>= > <= < == !=``, giving 1 or 0), and the functions ``min``, ``max``, ``avg``. Names that are not
-identifiers (Langfuse allows ``. ( ) -`` and spaces) are written in backquotes: ``` `tca-v2` ```.
+(``>= > <= < == !=``, giving 1 or 0), and the functions ``min``, ``max``, ``avg`` (one argument or more;
+with one, each is that argument). Nesting deeper than ``MAX_NESTING`` levels is a configuration error.
+Names that are not identifiers (Langfuse allows ``. ( ) -`` and spaces) are written in backquotes: ``` `tca-v2` ```.
 
 Parsed with lark (LALR) into a tree of closures once at start-up; evaluating is plain arithmetic.
 """
@@ -13,7 +14,7 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 Evaluator = Callable[[Mapping[str, float]], float]
@@ -22,12 +23,8 @@ _GRAMMAR = r"""
 ?start: comparison
 ?comparison: sum
     | sum COMP_OP sum        -> compare
-?sum: product
-    | sum "+" product        -> add
-    | sum "-" product        -> sub
-?product: unary
-    | product "*" unary      -> mul
-    | product "/" unary      -> div
+?sum: product (SUM_OP product)*
+?product: unary (PRODUCT_OP unary)*
 ?unary: atom
     | "-" unary              -> neg
     | "+" unary
@@ -39,6 +36,8 @@ _GRAMMAR = r"""
 args: comparison ("," comparison)*
 
 COMP_OP: ">=" | "<=" | "==" | "!=" | ">" | "<"
+SUM_OP: "+" | "-"
+PRODUCT_OP: "*" | "/"
 NAME: /[A-Za-z_][A-Za-z0-9_]*/
 QUOTED: /`[^`]+`/
 NUMBER: /\d+(\.\d*)?([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?/
@@ -59,11 +58,18 @@ _COMPARISONS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
-def _avg(*values: float) -> float:
+def _avg(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-_FUNCTIONS: dict[str, Callable[..., float]] = {"min": min, "max": max, "avg": _avg}
+#: Each takes the list of its arguments' values, so that ``min(x)`` and ``max(x)`` are ``x``, as ``avg(x)`` is.
+_FUNCTIONS: dict[str, Callable[[list[float]], float]] = {"min": min, "max": max, "avg": _avg}
+
+#: Deepest nesting of parentheses, calls and unary signs (chains like ``a + b + c`` count once): the tree is
+#: compiled and evaluated recursively, and 2,000 characters could otherwise nest ~1,000 levels.
+MAX_NESTING = 100
+
+_BINARY: dict[str, Callable[[float, float], float]] = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 
 
 class ExpressionError(ValueError):
@@ -110,25 +116,32 @@ class _Compiler(Transformer[Token, Evaluator]):
         if not args:
             raise ExpressionError(f"{token}() needs at least one argument")
         arguments = list(args)
-        return lambda values: float(function(*(arg(values) for arg in arguments)))
+        return lambda values: float(function([arg(values) for arg in arguments]))
 
     def args(self, *items: Evaluator) -> list[Evaluator]:
         return list(items)
 
-    def _binary(self, op: Callable[[float, float], float], left: Evaluator, right: Evaluator) -> Evaluator:
-        return lambda values: op(left(values), right(values))
+    def _chain(self, first: Evaluator, *rest: Token | Evaluator) -> Evaluator:
+        """``a op b op c …`` (left to right) as one loop, however long the chain."""
+        steps: list[tuple[Callable[[float, float], float], Evaluator]] = []
+        for index in range(0, len(rest), 2):
+            symbol, operand = rest[index], rest[index + 1]
+            assert isinstance(symbol, Token) and not isinstance(operand, Token)
+            steps.append((_divide if symbol == "/" else _BINARY[str(symbol)], operand))
 
-    def add(self, left: Evaluator, right: Evaluator) -> Evaluator:
-        return self._binary(operator.add, left, right)
+        def evaluate(values: Mapping[str, float]) -> float:
+            result = first(values)
+            for op, operand in steps:
+                result = op(result, operand(values))
+            return result
 
-    def sub(self, left: Evaluator, right: Evaluator) -> Evaluator:
-        return self._binary(operator.sub, left, right)
+        return evaluate
 
-    def mul(self, left: Evaluator, right: Evaluator) -> Evaluator:
-        return self._binary(operator.mul, left, right)
+    def sum(self, first: Evaluator, *rest: Token | Evaluator) -> Evaluator:
+        return self._chain(first, *rest)
 
-    def div(self, left: Evaluator, right: Evaluator) -> Evaluator:
-        return self._binary(_divide, left, right)
+    def product(self, first: Evaluator, *rest: Token | Evaluator) -> Evaluator:
+        return self._chain(first, *rest)
 
     def neg(self, operand: Evaluator) -> Evaluator:
         return lambda values: -operand(values)
@@ -136,6 +149,18 @@ class _Compiler(Transformer[Token, Evaluator]):
     def compare(self, left: Evaluator, op: Token, right: Evaluator) -> Evaluator:
         test = _COMPARISONS[str(op)]
         return lambda values: 1.0 if test(left(values), right(values)) else 0.0
+
+
+def _depth(tree: Tree[Token]) -> int:
+    """The depth of the parse tree, counted without recursion."""
+    deepest = 0
+    stack: list[tuple[Tree[Token] | Token, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Tree):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node.children)
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -158,6 +183,10 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionError(f"cannot parse {source!r} at column {exc.column}") from None
     except LarkError as exc:
         raise ExpressionError(f"cannot parse: {exc}") from None
+    if _depth(tree) > MAX_NESTING:
+        raise ExpressionError(
+            f"the expression is nested more than {MAX_NESTING} levels deep (parentheses, calls, signs): simplify it"
+        )
     compiler = _Compiler()
     try:
         evaluate = compiler.transform(tree)

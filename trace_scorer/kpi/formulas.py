@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from trace_scorer.kpi.base import FormulaOptions, Kpi, KpiFormula, KpiSpec
+from trace_scorer.kpi.base import FormulaOptions, Kpi, KpiFormula, KpiSpec, Number
 from trace_scorer.kpi.expression import compile_expression
 
 
@@ -77,7 +77,7 @@ class MaxFormula(_Combine):
 class WeightedSumOptions(FormulaOptions):
     """Options of ``weighted_sum``."""
 
-    weights: dict[str, float] = Field(min_length=1)
+    weights: dict[str, Number] = Field(min_length=1)
     #: Divide by the sum of the weights (a weighted mean) instead of the plain Σ wᵢ·mᵢ.
     normalize: bool = False
 
@@ -119,7 +119,7 @@ class ThresholdOptions(FormulaOptions):
     """Options of ``threshold``."""
 
     metric: str
-    threshold: float
+    threshold: Number
     direction: Literal[">=", ">", "<=", "<"] = ">="
 
 

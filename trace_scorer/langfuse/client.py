@@ -18,7 +18,7 @@ import structlog
 from langfuse.api import AsyncLangfuseAPI
 from langfuse.api.core.datetime_utils import serialize_datetime
 
-from trace_scorer.config.common import ConfigError
+from trace_scorer.config.common import ConfigError, public_url
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.clock import Clock, SystemClock
 from trace_scorer.langfuse.dataset_items import DatasetItemCache
@@ -110,6 +110,7 @@ class LangfuseClient:
             budget=RequestBudget(settings.requests_per_minute, self.clock, self.stats),
             stats=self.stats,
             clock=self.clock,
+            deadline=settings.deadline,
         )
         self._items = DatasetItemCache(self.transport, self.api, self.clock)
         self._expand_metadata = tuple(expand_metadata)
@@ -158,7 +159,7 @@ class LangfuseClient:
         self.use_generation(generation)
         assert self._poster is not None
         self.info = ConnectionInfo(
-            base_url=self.base_url,
+            base_url=public_url(self.base_url),  # shown and logged: never the userinfo
             server_version=version,
             project_id=str(project["id"]),
             project_name=str(project.get("name", "")),
@@ -168,7 +169,7 @@ class LangfuseClient:
         )
         log.info(
             "langfuse.connected",
-            base_url=self.base_url,
+            base_url=public_url(self.base_url),
             server_version=version or "unknown",
             project_id=self.info.project_id,
             api_generation=generation.value,
@@ -185,7 +186,7 @@ class LangfuseClient:
             if not await self._serves_v4():
                 raise ConfigError(
                     f"langfuse.api_generation: 'v4' is set, but Langfuse {self.capabilities.describe()} at "
-                    f"{self.base_url} does not serve the v4 reads (/api/public/v2/observations, "
+                    f"{public_url(self.base_url)} does not serve the v4 reads (/api/public/v2/observations, "
                     "/api/public/experiments); set 'auto' or 'v3'"
                 )
             return ApiGeneration.V4, "configured"
@@ -194,7 +195,7 @@ class LangfuseClient:
             if reason is not None:
                 raise ConfigError(
                     f"langfuse.api_generation: 'v3' is set, but Langfuse {self.capabilities.describe()} at "
-                    f"{self.base_url} does not serve the legacy reads ({reason}); set 'auto' or 'v4'"
+                    f"{public_url(self.base_url)} does not serve the legacy reads ({reason}); set 'auto' or 'v4'"
                 )
             return ApiGeneration.V3, "configured"
         if self.capabilities.legacy_only:

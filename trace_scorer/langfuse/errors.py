@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from trace_scorer.config.common import public_url
 from trace_scorer.errors import UserError
 
 
@@ -46,7 +47,7 @@ class LangfuseAuthError(LangfuseHTTPError, UserError):
     def _text(self) -> str:
         what = "rejected the credentials" if self.status == 401 else "denied access"
         return (
-            f"Langfuse at {self.base_url} {what} (HTTP {self.status} on {self.endpoint}: {self.message}). "
+            f"Langfuse at {public_url(self.base_url)} {what} (HTTP {self.status} on {self.endpoint}: {self.message}). "
             "Check LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY: both must belong to the same project "
             "on this server and region (see langfuse.base_url)."
         )

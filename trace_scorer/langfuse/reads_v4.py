@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,7 +32,7 @@ from trace_scorer.langfuse.endpoints import (
 from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v4_root_query
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
-from trace_scorer.langfuse.trace_scan import TraceScanner
+from trace_scorer.langfuse.trace_scan import OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
@@ -98,6 +99,7 @@ class V4Reader:
             fetch_one=self.fetch_trace,
             max_rows=settings.max_rows_in_memory,
             slack=self._slack,
+            max_rows_per_trace=settings.max_rows_per_trace,
             now=clock.now,
         )
 
@@ -199,13 +201,19 @@ class V4Reader:
                 yield root
 
     async def fetch_trace(self, root: TraceRoot) -> TraceRows:
-        """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks)."""
+        """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks).
+
+        Reading stops once more rows than ``max_rows_per_trace`` came: an :class:`OversizedTrace`."""
         start = root.start_time - self._slack
         end = max(root.end_time or self._clock.now(), root.start_time) + self._slack
+        limit = self._settings.max_rows_per_trace
         rows: list[Row] = []
         pages = self._observation_pages(BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end)
-        async for page in pages:
-            rows.extend(page)
+        async with aclosing(pages):
+            async for page in pages:
+                rows.extend(page)
+                if over_cap(len(rows), limit) and over_cap(len(rows := dedupe(rows)), limit):
+                    return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
         return TraceRows(root.trace_id, sort_rows(dedupe(rows)))
 
     async def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:

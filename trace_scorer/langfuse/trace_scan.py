@@ -7,13 +7,19 @@ observations in the traces' time span, 1000 rows a page, grouped by ``traceId`` 
 Memory: rows come newest first, so once the scan is past a trace's root start (minus the slack) the
 trace is complete and handed on. If the rows held still exceed ``max_rows``, the scan stops, the
 remaining traces are split in two halves by start time, and each half is scanned over its own,
-narrower window, recursively; a single trace is fetched on its own (``traceId=…``), whatever its size.
+narrower window, recursively; a single trace is fetched on its own (``traceId=…``).
+
+A trace with more rows than ``max_rows_per_trace`` (0: no cap) is not held: as soon as the scan (or
+its own fetch) reaches the cap, its rows are dropped, it is handed on as an :class:`OversizedTrace`
+(no rows) and the rest of its rows are skipped as they arrive. Once every trace asked for is handed on,
+the scan stops reading.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from trace_scorer.langfuse.rows import newer, row_start, sort_rows
@@ -21,6 +27,21 @@ from trace_scorer.langfuse.types import Row, TimeWindow, TraceRoot, TraceRows
 
 PageSource = Callable[[TimeWindow], AsyncGenerator[list[Row], None]]
 FetchOne = Callable[[TraceRoot], Awaitable[TraceRows]]
+
+#: The reason an oversized trace is skipped for (the ``reason`` of ``traces_skipped_total``).
+TOO_MANY_ROWS = "too many observations"
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedTrace(TraceRows):
+    """A trace over the row cap: no rows (none are kept), and how many were read before reading stopped."""
+
+    rows_read: int = 0
+    limit: int = 0
+
+
+def over_cap(rows: int, limit: int) -> bool:
+    return limit > 0 and rows > limit
 
 
 class TraceScanner:
@@ -31,11 +52,13 @@ class TraceScanner:
         fetch_one: FetchOne,
         max_rows: int,
         slack: timedelta,
+        max_rows_per_trace: int = 0,
         now: Callable[[], datetime],
     ) -> None:
         self._pages = pages
         self._fetch_one = fetch_one
         self._max_rows = max_rows
+        self._max_rows_per_trace = max_rows_per_trace
         self._slack = slack
         self._now = now
         #: How often a window was too full and split.
@@ -76,6 +99,10 @@ class TraceScanner:
                     else:
                         group[key] = row
                         held_rows += 1
+                        if over_cap(len(group), self._max_rows_per_trace):
+                            held_rows -= len(held.pop(trace_id))
+                            del pending[trace_id]  # its further rows are dropped as they arrive
+                            yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
                 self.peak_rows = max(self.peak_rows, held_rows)
                 if page:
                     oldest = min(row_start(row) for row in page)
@@ -85,7 +112,9 @@ class TraceScanner:
                         held_rows -= len(rows)
                         del pending[trace_id]
                         yield TraceRows(trace_id, sort_rows(list(rows.values())))
-                if held_rows > self._max_rows and pending:
+                if not pending:
+                    break  # every trace asked for is handed on: the rest of the window is not needed
+                if held_rows > self._max_rows:
                     overflow = True
                     break
         if not overflow:

@@ -6,13 +6,20 @@ returning the JSON as sent — for the legacy endpoints the package no longer ha
 read tolerantly (older servers leave out fields the package's newest models require; observation pages
 are too large to parse into models).
 Errors come out typed (:mod:`.errors`) with the server's message and never a secret.
+
+Every attempt has a total deadline (``[langfuse] request_deadline``, else 3 × ``timeout``) around the whole
+request, reading the body included: httpx's timeout bounds each read on its own, so a server trickling
+bytes would otherwise hold a request (and the batch behind it) forever. Running out is counted and retried
+like a timeout (status ``timeout``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -40,6 +47,17 @@ T = TypeVar("T")
 NO_RETRIES: RequestOptions = {"max_retries": 0}
 
 QueryValue = str | int | bool | Sequence[str] | None
+
+#: ``deadline(seconds)``: an async context manager that cancels its body and raises ``TimeoutError`` once
+#: ``seconds`` have passed (``asyncio.timeout``, the default; tests inject one they expire on an event).
+Deadline = Callable[[float], AbstractAsyncContextManager[object]]
+
+#: Without an explicit deadline, a request may take this many of the HTTP client's read timeouts in all.
+DEADLINE_TIMEOUTS = 3
+
+
+def _system_deadline(seconds: float) -> AbstractAsyncContextManager[object]:
+    return asyncio.timeout(seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +89,9 @@ class Transport:
         budget: RequestBudget,
         stats: RequestStats,
         clock: Clock,
+        deadline: float | None = None,
     ) -> None:
+        """``deadline``: seconds one attempt may take in all (None: 3 × the HTTP client's read timeout)."""
         self.base_url = base_url.rstrip("/")
         self._http = http
         self._auth = auth
@@ -80,6 +100,18 @@ class Transport:
         self._budget = budget
         self._stats = stats
         self._clock = clock
+        read_timeout = http.timeout.read
+        #: Seconds one attempt may take in all, reading the answer included.
+        self.deadline_seconds = deadline if deadline is not None else DEADLINE_TIMEOUTS * (read_timeout or 30.0)
+        #: What bounds one attempt by :attr:`deadline_seconds` (``asyncio.timeout``; tests inject their own).
+        self.deadline: Deadline = _system_deadline
+
+    def _overdue(self, endpoint: Endpoint) -> LangfuseTransportError:
+        return LangfuseTransportError(
+            endpoint=endpoint.label,
+            kind="timeout",
+            detail=f"no complete answer within {self.deadline_seconds:g}s (request_deadline)",
+        )
 
     async def call(
         self,
@@ -101,7 +133,11 @@ class Transport:
                 self._stats.count_request(endpoint.label, outcome, time.perf_counter() - started)
 
             try:
-                response = await send(NO_RETRIES)
+                async with self.deadline(self.deadline_seconds):
+                    response = await send(NO_RETRIES)
+            except TimeoutError:
+                count("timeout")
+                raise self._overdue(endpoint) from None
             except ApiError as error:
                 status = error.status_code or 0
                 count(str(status))
@@ -145,14 +181,18 @@ class Transport:
             await self._budget.acquire()
             started = time.perf_counter()
             try:
-                response = await self._http.request(
-                    endpoint.method,
-                    self.base_url + path,
-                    params=query,
-                    json=body,
-                    auth=self._auth,
-                    headers=self._headers,
-                )
+                async with self.deadline(self.deadline_seconds):
+                    response = await self._http.request(
+                        endpoint.method,
+                        self.base_url + path,
+                        params=query,
+                        json=body,
+                        auth=self._auth,
+                        headers=self._headers,
+                    )
+            except TimeoutError:
+                self._stats.count_request(endpoint.label, "timeout", time.perf_counter() - started)
+                raise self._overdue(endpoint) from None
             except httpx.TimeoutException as error:
                 self._stats.count_request(endpoint.label, "timeout", time.perf_counter() - started)
                 raise LangfuseTransportError(

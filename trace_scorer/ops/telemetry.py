@@ -344,6 +344,8 @@ class Telemetry:
             self._judge_seconds.labels(m).observe(duration_seconds)
 
     def judge_retry(self, model: str, status: int | str, wait_seconds: float) -> None:
+        """A judge call's HTTP attempt that failed with ``status`` (HTTP code, ``timeout``, ``connection_error``)
+        and is tried again after ``wait_seconds``. ``model``: ``provider/model-id``."""
         self._judge_retries.labels(self._label("model", model), self._label("status", status)).inc()
         self.waited("judge", _wait_reason(status), wait_seconds)
 

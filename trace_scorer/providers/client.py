@@ -6,16 +6,43 @@ honour and count. Used by the judge's chat calls and the embeddings' ``/embeddin
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import httpx
 import openai
 
 from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.providers.deadline import Deadline
+
+T = TypeVar("T")
+
+
+class RequestDeadlineExceeded(openai.APITimeoutError):
+    """No complete answer within the request's total deadline: counted and retried like a timeout."""
+
+    def __init__(self, url: str, seconds: float) -> None:
+        super().__init__(request=httpx.Request("POST", url))  # type: ignore[arg-type]  # openai types httpx2
+        self.seconds = seconds
+        self.message = f"no complete answer within {seconds:g}s (request_deadline)"
+
+
+async def within_deadline(deadline: Deadline, seconds: float, url: str, call: Callable[[], Awaitable[T]]) -> T:
+    """``await call()``, given ``seconds`` in all (reading the answer included); running out raises
+    :class:`RequestDeadlineExceeded` (an ``openai.APITimeoutError``: transient, so retried)."""
+    try:
+        async with deadline(seconds):
+            return await call()
+    except TimeoutError:
+        raise RequestDeadlineExceeded(url, seconds) from None
 
 
 def describe_error(exc: BaseException) -> str:
     """A short, log-safe description of a transport failure (no request bodies, no keys)."""
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {exc.message}"[:300]
+    if isinstance(exc, RequestDeadlineExceeded):
+        return exc.message
     if isinstance(exc, openai.APITimeoutError):
         return "request timed out"
     if isinstance(exc, openai.APIConnectionError):

@@ -2,9 +2,10 @@
 
 429 waits what ``Retry-After`` (or ``retry-after-ms``) says; 5xx, 408/409, timeouts and connection errors
 back off exponentially (2 s, ×2, up to 30 s by default, plus up to 1 s of jitter so concurrent requests do
-not retry in step). Other 4xx (bad request, auth, not found) are not retried: asking again would get the
-same answer. The schedule, the ``Retry-After`` parsing and the give-up rule are the shared ones
-(trace_scorer.retry); what is retryable and where the wait is read from are the providers' own.
+not retry in step); so does a request that runs out of its total deadline (``request_deadline``). Other
+4xx (bad request, auth, not found) are not retried: asking again would get the same answer. The schedule,
+the ``Retry-After`` parsing and the give-up rule are the shared ones (trace_scorer.retry); what is
+retryable and where the wait is read from are the providers' own.
 """
 
 from __future__ import annotations
@@ -30,6 +31,18 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _TRANSIENT_STATUSES or exc.status_code >= 500
     return False
+
+
+def retry_status(exc: BaseException | None) -> str:
+    """What the failed attempt got, as a telemetry label: the HTTP status, ``timeout`` (a per-read timeout
+    or the request's deadline) or ``connection_error``."""
+    if isinstance(exc, openai.APIStatusError):
+        return str(exc.status_code)
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection_error"
+    return "error"
 
 
 def retry_after_seconds(exc: BaseException | None) -> float | None:
@@ -66,13 +79,20 @@ class RetryPolicy:
             sleep=sleep,
         )
 
-    def retrying(self, on_retry_after: Callable[[float], None] | None = None) -> AsyncRetrying:
-        """A fresh tenacity controller; ``on_retry_after`` hears of each server-requested wait."""
+    def retrying(
+        self,
+        on_retry_after: Callable[[float], None] | None = None,
+        on_retry: shared.OnRetry | None = None,
+    ) -> AsyncRetrying:
+        """A fresh tenacity controller; ``on_retry_after`` hears of each server-requested wait, ``on_retry``
+        of every retry (the failure, the attempt that failed, the wait before the next one)."""
 
-        def on_retry(error: BaseException | None, attempt: int, wait: float) -> None:
+        def before_retry(error: BaseException | None, attempt: int, wait: float) -> None:
             asked = retry_after_seconds(error)
             if asked is not None and on_retry_after is not None:
                 on_retry_after(asked)
+            if on_retry is not None:
+                on_retry(error, attempt, wait)
 
         return shared.retrying(
             attempts=self.attempts,
@@ -81,5 +101,5 @@ class RetryPolicy:
             retry_after=retry_after_seconds,
             max_retry_after=self.max_retry_after,
             sleep=self.sleep,
-            on_retry=on_retry,
+            on_retry=before_retry,
         )

@@ -100,6 +100,9 @@ async def open_context(
     tracing_default: bool = True,
 ) -> Context:
     """Connect, build plans and sources. Raises ConfigError / LangfuseAuthError for what the user must fix."""
+    # First: a second worker on this state (or a state it cannot use) stops here, before any request.
+    state = StateStore(settings.state.path)
+    stack.callback(state.close)
     resources = open_resources(settings, stack, tracing_default=tracing_default)
     judge = resources.judge
     if judge is not None:
@@ -111,6 +114,7 @@ async def open_context(
             cost_usd=usage.cost,
             duration_seconds=seconds,
         )
+        judge.on_retry = lambda model, status, wait: ops.telemetry.judge_retry(model, status, wait)
     plans = {t.name: build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)}
 
     if client is None:
@@ -143,8 +147,6 @@ async def open_context(
     specs = {spec.name: spec for plan in plans.values() for spec in config_specs(plan)}
     await client.ensure_score_configs(list(specs.values()))
 
-    state = StateStore(settings.state.path)
-    stack.callback(state.close)
     sources: dict[str, Source] = {}
     for target in settings.targets:
         plan = plans[target.name]

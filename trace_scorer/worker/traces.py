@@ -29,6 +29,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import LangfuseClient, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.state import StateStore
 from trace_scorer.worker.batch import BatchScorer, WorkItem
 from trace_scorer.worker.source import SourceBase
@@ -209,19 +210,37 @@ class TraceSource(SourceBase):
     async def _score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
         items: list[WorkItem] = []
         found: set[str] = set()
+        oversized: list[str] = []
         async for trace in self.client.reads.fetch_traces(roots):
             self.scorer.progress()
             if trace.trace_id in found:
                 continue
             found.add(trace.trace_id)
             root = next(r for r in roots if r.trace_id == trace.trace_id)
+            if isinstance(trace, OversizedTrace):
+                # Recorded as done below, so logged once: not read again (until the configuration changes).
+                log.warning(
+                    "trace_skipped",
+                    target=self.target.name,
+                    trace_id=trace.trace_id,
+                    reason=TOO_MANY_ROWS,
+                    rows_read=trace.rows_read,
+                    max_rows_per_trace=trace.limit,
+                )
+                oversized.append(trace.trace_id)
+                continue
             if not trace.rows:
                 continue
             sample = extract_sample(trace.rows, references=self.target.references, trace_id=trace.trace_id)
             if root.end_time is None:
                 sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
             items.append(WorkItem(sample, root.start_time, root.environment, json.dumps(root.row, default=str)))
-        scorable = {item.trace_id for item in items}
+        if oversized:
+            report.skipped[TOO_MANY_ROWS] += len(oversized)
+            self.state.record_scored(
+                self.target.name, oversized, self.scorer.plan.config_hash, now, reason=TOO_MANY_ROWS
+            )
+        scorable = {item.trace_id for item in items} | set(oversized)
         missing = [r.trace_id for r in roots if r.trace_id not in scorable]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.

@@ -13,6 +13,7 @@ from tests.support.langfuse_factories import at
 from tests.support.langfuse_fake import FakeLangfuse, V4Server
 from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
 from trace_scorer.langfuse.reads_v4 import V4Reader
+from trace_scorer.langfuse.trace_scan import OversizedTrace
 
 OBS = ("GET", "/api/public/v2/observations")
 WINDOW = TimeWindow(at(0), at(3600))
@@ -219,6 +220,61 @@ async def test_window_split_in_halves_when_rows_exceed_the_cap(
     scanner = reader(client).scanner
     assert scanner.splits >= 1
     assert scanner.peak_rows <= 100 + 50  # the cap, overshot by at most one page
+
+
+async def test_a_trace_over_the_row_cap_is_fetched_only_up_to_the_cap(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    v4.observations = _trace("big", 100, 500) + _trace("small", 900, 3)  # 501 rows, 10+ pages of 50
+    client = make_client(ApiGeneration.V4, page_size=50, max_rows_per_trace=120)
+    roots = await roots_of(client)
+    fake.calls.clear()
+    got = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
+    big = got["big"]
+    assert isinstance(big, OversizedTrace) and big.rows == [] and big.limit == 120
+    assert big.rows_read == 150  # three pages read, then reading stopped
+    assert len(got["small"].rows) == 4 and not isinstance(got["small"], OversizedTrace)
+    big_reads = [c for c in fake.calls_to(*OBS) if c.request.url.params["traceId"] == "big"]
+    assert len(big_reads) == 3
+
+
+async def test_the_window_scan_drops_a_trace_over_the_row_cap_and_stops_when_the_rest_is_done(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    # Newest first: the small traces (starting at 2000+) are read, then the big one (500 rows from 100 s on).
+    small = {f"s{n}": _trace(f"s{n}", 2000 + 10 * n, 3) for n in range(3)}
+    v4.observations = _trace("big", 100, 500) + [row for rows in small.values() for row in rows]
+    client = make_client(
+        ApiGeneration.V4, per_trace_fetch_max=0, page_size=50, max_rows_per_trace=120, trace_slack="1s"
+    )
+    roots = await roots_of(client)
+    fake.calls.clear()
+    got = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
+    assert {name: [r["id"] for r in got[name].rows] for name in small} == {
+        name: [r["id"] for r in rows] for name, rows in small.items()
+    }
+    assert isinstance(got["big"], OversizedTrace) and got["big"].rows == [] and got["big"].rows_read == 121
+    # 12 small rows + 121 of the big trace's = 3 pages; the other 7 pages of the window are never read.
+    assert len(fake.calls_to(*OBS)) == 3
+    assert reader(client).scanner.peak_rows <= 120 + 50
+
+
+async def test_the_window_scan_holds_no_more_than_the_cap_of_a_big_trace_read_before_the_others(
+    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+) -> None:
+    # The big trace is the newest: its rows come first and must be read through to reach the others,
+    # but they are dropped as they arrive once over the cap.
+    small = {f"s{n}": _trace(f"s{n}", 10 + n, 3) for n in range(3)}
+    v4.observations = _trace("big", 1000, 500) + [row for rows in small.values() for row in rows]
+    client = make_client(
+        ApiGeneration.V4, per_trace_fetch_max=0, page_size=50, max_rows_per_trace=120, trace_slack="1s"
+    )
+    roots = await roots_of(client)
+    got = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
+    assert {name: len(got[name].rows) for name in small} == {name: 4 for name in small}
+    assert isinstance(got["big"], OversizedTrace)
+    assert reader(client).scanner.peak_rows <= 120 + 50
+    assert reader(client).scanner.splits == 0
 
 
 async def test_a_few_traces_are_fetched_one_request_each_bounded_by_their_times(

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import httpx
@@ -13,17 +15,20 @@ import structlog
 
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
-from tests.support.langfuse_client import PUBLIC, SECRET, MakeClient
+from tests.support.deadlines import ManualDeadlines
+from tests.support.langfuse_client import PUBLIC, SECRET, MakeClient, make_settings
 from tests.support.langfuse_factories import at
 from tests.support.langfuse_fake import BASE_URL, Disconnect, FakeLangfuse, Timeout, V3Server, V4Server
 from trace_scorer.langfuse import (
     ApiGeneration,
     LangfuseAuthError,
+    LangfuseClient,
     LangfuseHTTPError,
     LangfuseTransportError,
     TimeWindow,
     TraceFilter,
 )
+from trace_scorer.langfuse.endpoints import HEALTH as HEALTH_ENDPOINT
 from trace_scorer.langfuse.transport import error_message
 
 OBS = ("GET", "/api/public/v2/observations")
@@ -238,3 +243,63 @@ async def test_a_proxy_error_page_is_retried_and_reported_as_text(
 )
 def test_error_messages_come_from_the_body_or_the_status(body: object, message: str) -> None:
     assert error_message(body, 503) == message
+
+
+# --- the total deadline of a request (issue #13) -------------------------------------------------
+
+
+class _Trickle(httpx.AsyncByteStream):
+    """A body that sends its first bytes and then nothing more, ever (each read within any timeout)."""
+
+    def __init__(self, started: asyncio.Event) -> None:
+        self._started = started
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b'{"status": "OK",'
+        self._started.set()
+        await asyncio.Event().wait()
+
+
+def test_request_deadline_defaults_to_three_timeouts() -> None:
+    assert make_settings().deadline == 90.0
+    assert make_settings(timeout="5s").deadline == 15.0
+    assert make_settings(request_deadline="7s").deadline == 7.0
+
+
+async def test_a_server_trickling_its_answer_runs_out_of_the_request_deadline_and_is_retried(
+    clock: FakeClock,
+) -> None:
+    trickling = asyncio.Event()
+    served = 0
+
+    def server(request: httpx.Request) -> httpx.Response:
+        nonlocal served
+        served += 1
+        if served == 1:
+            return httpx.Response(200, headers={"content-type": "application/json"}, stream=_Trickle(trickling))
+        return httpx.Response(200, json={"status": "OK", "version": "4.60.0"})
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(server), timeout=5.0)
+    client = LangfuseClient(make_settings(timeout="5s"), clock=clock, http=http)
+    deadlines = ManualDeadlines()
+    client.transport.deadline = deadlines
+    try:
+        with structlog.testing.capture_logs() as logs:
+            task = asyncio.create_task(client.transport.plain(HEALTH_ENDPOINT, "/api/public/health"))
+            try:
+                await trickling.wait()
+                assert deadlines.open == [15.0]  # the whole request, body included: 3 × timeout
+                deadlines.expire()
+                answer = await task
+            finally:
+                task.cancel()
+    finally:
+        await client.aclose()
+        await http.aclose()
+
+    assert answer.body["status"] == "OK" and served == 2
+    assert client.stats.requests[("GET /api/public/health", "timeout")] == 1
+    assert client.stats.retries[("GET /api/public/health", "timeout")] == 1
+    assert clock.sleeps == [2.0]
+    (retry,) = [e for e in logs if e["event"] == "langfuse.retry"]
+    assert retry["outcome"] == "timeout" and "no complete answer within 15s" in retry["error"]

@@ -212,6 +212,7 @@ async def test_production_traces_on_a_v3_server(
     )
     # A restart re-reads the window and posts nothing again.
     events = len(v3.events)
+    context.state.close()  # the first worker is gone (and its lock on the state file with it)
     await h.tick(await h.open())
     assert len(v3.events) == events
 
@@ -233,6 +234,7 @@ async def test_runs_chosen_by_name_pattern_or_list(harness: MakeHarness, v4: V4S
     assert run_scores(v4.scores, "exp-n1")["tool_call_accuracy"]["value"] == 0.5  # mean over both nightly runs
 
     v4.scores.clear()
+    context.state.close()  # the first worker is gone (and its lock on the state file with it)
     listed = await harness(bench_target(name="listed", run_names=["try-new-prompt"]))
     listed.settings = listed.settings.model_copy(update={"state": h.settings.state})
     context = await listed.open()

@@ -106,6 +106,7 @@ async def test_restart_posts_nothing_twice_and_misses_nothing(
 
     seed(v4, clock, "t4", minutes_ago=1)  # starts after the watermark, while the worker is down
     clock.elapsed += 600
+    first.state.close()  # the first worker is gone (and its lock on the state file with it)
     restarted = await h.open()  # same state file
     report = await h.tick(restarted)
     assert report.scored == 1
@@ -119,7 +120,9 @@ async def test_configuration_change_rescores_with_the_same_ids(
 ) -> None:
     seed(v4, clock, "t1")
     h = await harness()
-    await h.tick(await h.open())
+    first = await h.open()
+    await h.tick(first)
+    first.state.close()  # stopped before the restart with the new configuration
     before = {s["id"]: s for s in v4.scores.values()}
 
     changed = traces_target(

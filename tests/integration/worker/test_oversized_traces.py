@@ -1,0 +1,90 @@
+"""A trace with more observations than ``[langfuse] max_rows_per_trace`` (issue #13): skipped with a reason,
+logged once, recorded as done; the rest of its window is scored and its reads stop early."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from structlog.testing import capture_logs
+
+from tests.support import langfuse_factories as f
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_fake import FakeLangfuse, V4Server
+from tests.support.worker import Harness, MakeHarness, agent_trace
+from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS
+
+OBS = ("GET", "/api/public/v2/observations")
+
+
+def body_reads(fake: FakeLangfuse) -> int:
+    """Observation requests for traces' rows (not for the roots of the window)."""
+    return sum("model" in c.request.url.params.get("fields", "") for c in fake.calls_to(*OBS))
+
+
+async def capped(harness: MakeHarness) -> Harness:
+    h = await harness()
+    lf = h.settings.langfuse.model_copy(update={"max_rows_per_trace": 100, "page_size": 50, "trace_slack": 10.0})
+    h.settings = h.settings.model_copy(update={"langfuse": lf})
+    return h
+
+
+async def test_a_trace_over_the_row_cap_is_skipped_and_the_rest_of_the_window_scored(
+    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    now = clock.now()
+    big_start = now - timedelta(minutes=40)
+    big = agent_trace("big", big_start, duration=420)
+    big += [
+        f.observation(f"big-span{n}", "big", big_start + timedelta(seconds=1 + n), parent="big-root", name="step")
+        for n in range(400)
+    ]
+    v4.observations += big
+    for n, trace_id in enumerate(["t1", "t2"]):
+        v4.observations += agent_trace(trace_id, now - timedelta(minutes=30) + timedelta(seconds=n))
+    pages_in_window = -(-len(v4.observations) // 50)
+
+    h = await capped(harness)
+    context = await h.open()
+    fake.calls.clear()
+    with capture_logs() as logs:
+        report = await h.tick(context)
+
+    assert report.scored == 2 and report.failed == 0
+    assert report.skipped[TOO_MANY_ROWS] == 1
+    assert {s["traceId"] for s in v4.scores.values()} == {"t1", "t2"}
+    skipped = [e for e in logs if e["event"] == "trace_skipped"]
+    assert len(skipped) == 1
+    assert skipped[0]["trace_id"] == "big" and skipped[0]["rows_read"] > 100 and skipped[0]["max_rows_per_trace"] == 100
+    assert skipped[0]["reason"] == TOO_MANY_ROWS
+    # The scan stopped once the big trace was over the cap and the others were complete.
+    assert body_reads(fake) == 3 < pages_in_window
+    assert context.state.done_reason("agent", "big") == TOO_MANY_ROWS
+    assert context.state.done_reason("agent", "t1") is None
+
+    # Recorded as done: the next ticks do not read it again (nor log it again).
+    fake.calls.clear()
+    clock.elapsed += 600
+    with capture_logs() as logs:
+        report = await h.tick(context)
+    assert body_reads(fake) == 0
+    assert TOO_MANY_ROWS not in report.skipped
+    assert not [e for e in logs if e["event"] == "trace_skipped"]
+
+
+async def test_a_single_trace_over_the_cap_stops_its_own_fetch_early(
+    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+) -> None:
+    start = clock.now() - timedelta(minutes=30)
+    v4.observations += agent_trace("big", start, duration=420) + [
+        f.observation(f"big-span{n}", "big", start + timedelta(seconds=1 + n), parent="big-root", name="step")
+        for n in range(400)
+    ]
+    v4.observations += agent_trace("t1", start + timedelta(seconds=5))
+    h = await capped(harness)  # two traces: one request each (traceId=…)
+    context = await h.open()
+    fake.calls.clear()
+    report = await h.tick(context)
+    assert report.scored == 1 and report.skipped[TOO_MANY_ROWS] == 1
+    big_reads = [c for c in fake.calls_to(*OBS) if c.request.url.params.get("traceId") == "big"]
+    assert len(big_reads) == 3  # 150 rows read of 403, then reading stopped
+    assert context.state.done_reason("agent", "big") == TOO_MANY_ROWS
