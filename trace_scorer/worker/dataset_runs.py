@@ -23,6 +23,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, LangfuseClient, ScoreSubject, TraceRoot
+from trace_scorer.langfuse.trace_scan import OversizedTrace
 from trace_scorer.patterns import SafePattern
 from trace_scorer.pipeline import SampleResult
 from trace_scorer.sample import Sample
@@ -167,7 +168,8 @@ class DatasetRunSource(SourceBase):
     async def _score_batch(
         self, experiment: Experiment, items: Sequence[ExperimentItem], now: datetime, report: TickReport
     ) -> None:
-        rows = {t.trace_id: t.rows async for t in self.client.reads.fetch_traces([self._root(i) for i in items])}
+        traces = {t.trace_id: t async for t in self.client.reads.fetch_traces([self._root(i) for i in items])}
+        rows = {trace_id: trace.rows for trace_id, trace in traces.items()}
         self.scorer.progress()
         work = []
         for item in items:
@@ -177,7 +179,13 @@ class DatasetRunSource(SourceBase):
                 references=self.target.references,
                 trace_id=item.trace_id,
             )
-            if not rows.get(item.trace_id):
+            trace = traces.get(item.trace_id)
+            if isinstance(trace, OversizedTrace):
+                sample.notes.append(
+                    f"the trace has more than {trace.limit} observations (langfuse.max_rows_per_trace): "
+                    "scored from the experiment item alone"
+                )
+            elif not rows.get(item.trace_id):
                 sample.notes.append("no observations found for the trace; scored from the experiment item alone")
             start = sample.start_time or item.start_time
             work.append(WorkItem(sample, start, item.environment))
