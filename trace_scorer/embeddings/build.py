@@ -49,7 +49,13 @@ class EmbeddingModels:
         self._built: dict[str, BatchingEmbedder] = {}
         self._local_paths: dict[str, str] = {}
         self._closed = False
+        #: Told of every retried embedding request: (``provider/model``, status, wait in seconds).
+        self.on_retry: Callable[[str, str, float], None] | None = None
         self.default = self.resolve(default)  # a wrong default is found at start-up
+
+    def _retried(self, model: str, status: str, wait: float) -> None:
+        if self.on_retry is not None:
+            self.on_retry(model, status, wait)
 
     @property
     def model_id(self) -> str:
@@ -99,6 +105,7 @@ class EmbeddingModels:
                     if self._connect is None:
                         raise RuntimeError(f"no way to connect to provider {provider!r}")
                     self._endpoints[provider] = self._connect(provider)
+                    self._endpoints[provider].on_retry = self._retried
                 backend = RemoteBackend(self._endpoints[provider], model_id)
             built = BatchingEmbedder(backend, batch_size=self.settings.batch_size, cache_size=self.settings.cache_size)
             self._built[name] = built

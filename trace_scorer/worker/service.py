@@ -115,6 +115,9 @@ async def open_context(
             duration_seconds=seconds,
         )
         judge.on_retry = lambda model, status, wait: ops.telemetry.judge_retry(model, status, wait)
+    embedder = resources.embedder
+    if embedder is not None and hasattr(embedder, "on_retry"):  # remote providers (local models do not retry)
+        embedder.on_retry = lambda model, status, wait: ops.telemetry.judge_retry(model, status, wait)
     plans = {t.name: build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)}
 
     if client is None:

@@ -227,3 +227,17 @@ async def test_stats_per_model(api: EmbeddingsAPI, make_embedder: EmbedderFactor
         "p/small": {"texts_embedded": 1, "cache_hits": 1, "requests": 1, "tokens": 2},
         "p/large": {"texts_embedded": 1, "cache_hits": 0, "requests": 1, "tokens": 1},
     }
+
+
+async def test_retries_are_told_to_the_owner_for_the_metrics(
+    api: EmbeddingsAPI, make_embedder: EmbedderFactory, sleeps: SleepRecorder
+) -> None:
+    """The worker exports provider retries (``trace_scorer_judge_retries_total``): every retried embedding
+    request reaches ``on_retry`` with the model, the status and the wait."""
+    api.script += [error(503), error(429, "slow down", {"Retry-After": "7"})]
+    embedder = await make_embedder(provider("p", "e"))
+    told: list[tuple[str, str, float]] = []
+    embedder.on_retry = lambda model, status, wait: told.append((model, status, wait))
+    await embedder.embed(["hello"])
+    assert [(model, status) for model, status, _ in told] == [("p/e", "503"), ("p/e", "429")]
+    assert told[1][2] == 7.0 and sleeps.waits == [told[0][2], 7.0]
