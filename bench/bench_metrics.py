@@ -10,6 +10,13 @@ targets are checked against, since "on one core" means per second of one core's 
 
 Targets (issue 2): tool_call_accuracy ≥ 10,000 samples/s; tool_call_accuracy + tool_correctness
 ≥ 5,000 samples/s, on one core.
+
+``--big-answer MB`` (issue 13; e.g. ``--big-answer 10``) instead scores huge answers with ``rouge`` and
+``bleu`` and prints each metric's peak memory (tracemalloc: what Python allocated at once while
+scoring, the texts themselves excluded) and time, on three pairs: the answer against a few sentences,
+against another answer as big, and two big texts of random Han characters (one token a character: the
+worst case). The per-text cap (``max_chars``, default 50,000) is what keeps both bounded;
+``--max-chars`` changes it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from trace_scorer.metrics._tokens import DEFAULT_MAX_CHARS
 from trace_scorer.metrics.base import Metric, Score, Skipped
 from trace_scorer.metrics.bleu import Bleu, BleuOptions
 from trace_scorer.metrics.rouge import Rouge, RougeOptions
@@ -215,12 +223,63 @@ def peak_traced(metrics: list[Metric[Any]], samples: list[Sample]) -> int:
     return peak
 
 
+def _big_english(r: random.Random, limit: int) -> str:
+    parts: list[str] = []
+    size = 0
+    while size < limit:
+        chunk = " ".join(
+            s.format(n=r.randint(1, 9), p=r.randint(100, 999), c="cloudy", t=r.randint(1, 30))
+            for s in r.sample(SENTENCES, len(SENTENCES))
+        )
+        parts.append(chunk)
+        size += len(chunk.encode()) + 1
+    return " ".join(parts)
+
+
+def big_answer(megabytes: float, seed: int, max_chars: int) -> None:
+    """Peak memory and time of rouge and bleu on answers of ``megabytes`` MB (issue 13)."""
+    r = random.Random(seed)
+    limit = int(megabytes * 2**20)
+    response = _big_english(r, limit)
+    other = _big_english(r, limit)
+    han = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    cjk, cjk_other = ("".join(r.choices(han, k=limit // 3)) for _ in range(2))  # 3 bytes a character
+    print(f"answers: {len(response.encode()) / 2**20:.1f} MB ({len(response):,} characters) of English sentences;")
+    print(f"         {len(cjk.encode()) / 2**20:.1f} MB ({len(cjk):,} characters) of random Han characters")
+    rouge, bleu = Rouge("rouge", RougeOptions(max_chars=max_chars)), Bleu("bleu", BleuOptions(max_chars=max_chars))
+    rouge2 = Rouge("rouge2", RougeOptions(variant="rouge2", stemmer="porter", max_chars=max_chars))
+    bleu_char = Bleu("bleu", BleuOptions(tokenize="char", max_chars=max_chars))
+    short = _text(r, {"n": 3, "p": 420, "c": "sunny", "t": 21})
+    cases: list[tuple[str, str, str, list[Metric[Any]]]] = [
+        ("vs few-sentence expected", short, response, [rouge, rouge2, bleu]),
+        ("vs another big answer", other, response, [rouge, rouge2, bleu]),
+        ("CJK vs CJK (bleu: char)", cjk_other, cjk, [rouge, rouge2, bleu_char]),
+    ]
+    print(f"{'metric':<7} {'case':<25} {'peak (tracemalloc)':>18} {'time':>8}  comment")
+    for label, expected, answer, metrics in cases:
+        for metric in metrics:
+            start = time.perf_counter()
+            outcome = asyncio.run(metric.score(Sample(id="big", response=answer, expected=expected), {}))
+            elapsed = time.perf_counter() - start  # timed without tracemalloc, which slows allocation down
+            tracemalloc.start()
+            asyncio.run(metric.score(Sample(id="big", response=answer, expected=expected), {}))
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            comment = outcome.comment if isinstance(outcome, Score) else str(outcome)
+            print(f"{metric.name:<7} {label:<25} {peak / 2**20:>14.1f} MiB {elapsed:>7.2f}s  {comment}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--big-answer", type=float, metavar="MB", help="score answers of MB megabytes instead")
+    parser.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="the cap, with --big-answer")
     args = parser.parse_args()
+    if args.big_answer:
+        big_answer(args.big_answer, args.seed, args.max_chars)
+        return
 
     if hasattr(os, "sched_setaffinity"):
         core = min(os.sched_getaffinity(0))

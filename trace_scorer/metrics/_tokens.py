@@ -7,18 +7,30 @@ and scores 0. Here every script counts (SPEC.md "ROUGE and BLEU"):
 * a token is a run of word characters in the Unicode sense of the third-party ``regex`` module, whose
   ``\\w`` includes combining marks: the stdlib ``re`` splits Devanagari or decomposed Latin words at
   every vowel sign / accent;
-* Han, Hiragana, Katakana and Hangul characters are one token each (these scripts do not reliably put
+* a token starts with a letter or a digit (after any leading ``_``): marks, joiners and connectors
+  belong to the word they are inside and are never a token of their own, so the emoji variation
+  selector of "❤️" or the zero-width joiners of "👨‍👩‍👧" are not words, while the vowel signs of "हिन्दी"
+  and the zero-width non-joiner of Persian "می‌خواهم" stay inside theirs;
+* variation selectors (U+FE00–FE0F, U+E0100–E01EF) and enclosing marks (the keycap of "1️⃣") are
+  dropped first: they choose how a character is drawn, not which character it is;
+* Han, Hiragana, Katakana and Hangul letters are one token each (these scripts do not reliably put
   spaces between words, so per-character tokens are the usual ROUGE practice for them).
 
 The optional Porter stemmer is NLTK's ``PorterStemmer`` — the very stemmer rouge-score itself uses, so
-English scores equal rouge-score's with ``use_stemmer=True``. Like rouge-score it stems only tokens
-longer than 3 characters, and only ASCII-letter tokens: Porter's rules are English suffix rules, and
-applying them to other scripts or to identifiers would conflate unrelated words.
+English scores equal rouge-score's with ``use_stemmer=True``. Like rouge-score it stems tokens longer
+than 3 characters made of ASCII letters and digits ("players" → "player", "1990s" → "1990", "mp3s" →
+"mp3"), and nothing else: Porter's rules are English suffix rules, and applying them to other scripts
+or to ``snake_case`` identifiers (which rouge-score would split at the ``_``) would conflate unrelated
+words.
+
+Every text metric cuts a text longer than its ``max_chars`` option before any of this
+(:func:`cap_text`): tokens, n-gram tables and the LCS then grow with the cap, never with the text.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
@@ -26,8 +38,12 @@ import regex
 from nltk.stem.porter import PorterStemmer
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
-#: One CJK character, or a run of word characters that are not CJK.
-_TOKEN = regex.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
+#: One CJK letter, or a run of non-CJK word characters that starts (after any ``_``) with a letter or digit.
+_TOKEN = regex.compile(
+    rf"[[{_CJK}]&&[\p{{L}}\p{{N}}]]|_*[[\p{{L}}\p{{N}}]&&[\w--[{_CJK}]]][\w--[{_CJK}]]*", regex.V1
+)
+#: Variation selectors and enclosing marks: how a character is drawn, not which one it is.
+_PRESENTATION = regex.compile(r"[\uFE00-\uFE0F\U000E0100-\U000E01EF\p{Me}]+")
 #: Plain word runs (CJK not split): for salient-token look-ups where a run is compared whole.
 _WORD_RUN = regex.compile(r"\w+")
 _CJK_CHAR = regex.compile(rf"[{_CJK}]")
@@ -44,7 +60,8 @@ def _porter_stem(token: str) -> str:
 
 
 def _stem_token(token: str) -> str:
-    if len(token) > 3 and token.isascii() and token.isalpha():
+    # rouge-score stems every [a-z0-9] token longer than 3 characters, digits included ("1990s" → "1990").
+    if len(token) > 3 and token.isascii() and token.isalnum():
         return _porter_stem(token)
     return token
 
@@ -58,10 +75,63 @@ def normalize_text(text: str) -> str:
 
 def tokenize(text: str, stemmer: Stemmer = "none") -> list[str]:
     """Casefolded word tokens of ``text``; CJK characters one token each; optionally Porter-stemmed."""
-    tokens: list[str] = _TOKEN.findall(normalize_text(text))
+    text = normalize_text(text)
+    if not text.isascii():
+        text = _PRESENTATION.sub("", text)
+    tokens: list[str] = _TOKEN.findall(text)
     if stemmer == "porter":
         return [_stem_token(token) for token in tokens]
     return tokens
+
+
+#: Default ``max_chars`` of the text metrics: ~8,000 English words, ~20 pages.
+DEFAULT_MAX_CHARS = 50_000
+#: How far back from the limit a cut looks for whitespace, so as not to split a word.
+_BACK_OFF = 1_000
+
+
+@dataclass(frozen=True)
+class Capped:
+    """A text as scored: the whole text, or its beginning when it was longer than the cap."""
+
+    text: str
+    #: Length of the text as given, in characters (code points).
+    total_chars: int
+
+    @property
+    def cut(self) -> bool:
+        return len(self.text) < self.total_chars
+
+
+def cap_text(text: str, max_chars: int) -> Capped:
+    """``text``, or its first ``max_chars`` characters at most when it is longer.
+
+    The cut is made at the last whitespace before the limit when there is one within 1,000 characters
+    of it (so no word is split), else exactly at the limit. It is a slice: O(max_chars), whatever the
+    length of ``text``.
+    """
+    total = len(text)
+    if total <= max_chars:
+        return Capped(text, total)
+    end = max_chars
+    if not text[end].isspace():
+        for i in range(end - 1, max(0, end - _BACK_OFF), -1):
+            if text[i].isspace():
+                end = i
+                break
+    return Capped(text[:end], total)
+
+
+def cut_report(texts: dict[str, Capped], max_chars: int) -> tuple[str, dict[str, dict[str, int]]]:
+    """The comment suffix and the ``details["cut"]`` entry for the texts that were cut (``""``, ``{}``: none)."""
+    cut = {name: capped for name, capped in texts.items() if capped.cut}
+    details = {
+        name: {"kept_chars": len(capped.text), "total_chars": capped.total_chars} for name, capped in cut.items()
+    }
+    if not cut:
+        return "", details
+    parts = [f"{name} cut to its first {len(c.text):,} of {c.total_chars:,} characters" for name, c in cut.items()]
+    return f"; {' and '.join(parts)} (max_chars {max_chars:,})", details
 
 
 def word_runs(text: str) -> list[str]:

@@ -12,6 +12,15 @@ of 300-token texts and 205 ms for 1,000 tokens, blocking the event loop, where r
 bit-parallel ``LCSseq`` (already a dependency) takes 9 µs and 0.1 ms.
 
 Decisions where SPEC.md is silent (also in docs/metrics.md):
+- A text longer than ``max_chars`` characters (default 50,000, ~8,000 English words) is cut to its
+  beginning before it is tokenized, so memory and time are bounded whatever a trace holds: a 10 MB
+  answer took ~130–240 MiB and seconds (two different ones: minutes, the LCS being O(n·m)); cut, at
+  most ~20 MiB and 0.5 s (CJK, one token a character), ~1.5 MiB and 20 ms for English. The figures
+  are those of the kept beginnings; the comment says what was cut and ``details["cut"]`` has the
+  kept and total characters of each cut text.
+- Marks, variation selectors and joiners are never tokens of their own (the U+FE0F of "❤️" is not a
+  word), and with ``porter`` tokens of ASCII letters and digits are stemmed as rouge-score stems them
+  ("1990s" → "1990"): see _tokens.py.
 - An expected answer with no word tokens (empty, or only punctuation) is skipped, not scored: there
   is nothing to compare with, and a 0 would blame the agent for the data.
 - A response with no word tokens (empty, or only punctuation) scores 0.0 (SPEC: empty response → 0).
@@ -23,9 +32,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
+from pydantic import Field
 from rapidfuzz.distance import LCSseq
 
-from trace_scorer.metrics._tokens import tokenize
+from trace_scorer.metrics._tokens import DEFAULT_MAX_CHARS, cap_text, cut_report, tokenize
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
@@ -55,6 +65,8 @@ class RougeOptions(MetricOptions):
     output: Literal["f", "precision", "recall"] = "f"
     #: "porter" stems English words (jumps, jumped → jump) before matching.
     stemmer: Literal["none", "porter"] = "none"
+    #: Longer texts are cut to their first max_chars characters (at a word boundary) before scoring.
+    max_chars: int = Field(default=DEFAULT_MAX_CHARS, ge=1)
 
 
 class Rouge(Metric[RougeOptions]):
@@ -64,7 +76,7 @@ class Rouge(Metric[RougeOptions]):
     description: ClassVar[str] = "ROUGE overlap of the response with the expected answer (no LLM)"
     Options: ClassVar[type[RougeOptions]] = RougeOptions
     requires: ClassVar[tuple[str, ...]] = ("expected", "response")
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
 
     async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
         return self.compute(sample.expected or "", sample.response or "")
@@ -72,10 +84,11 @@ class Rouge(Metric[RougeOptions]):
     def compute(self, expected: str, response: str) -> Score | Skipped:
         """ROUGE of ``response`` against ``expected``."""
         opts = self.options
-        expected_tokens = tokenize(expected, opts.stemmer)
+        capped = {"expected": cap_text(expected, opts.max_chars), "response": cap_text(response, opts.max_chars)}
+        expected_tokens = tokenize(capped["expected"].text, opts.stemmer)
         if not expected_tokens:
             return Skipped("the expected answer has no words to compare with")
-        response_tokens = tokenize(response, opts.stemmer)
+        response_tokens = tokenize(capped["response"].text, opts.stemmer)
         matched, response_units, expected_units = overlap(expected_tokens, response_tokens, opts.variant)
         precision = matched / response_units if response_units else 0.0
         recall = matched / expected_units if expected_units else 0.0
@@ -88,6 +101,7 @@ class Rouge(Metric[RougeOptions]):
             )
         else:
             comment = f"{opts.variant} {_LABEL[opts.output]} 0.00: the response has no words"
+        note, cut = cut_report(capped, opts.max_chars)
         details = {
             "variant": opts.variant,
             "output": opts.output,
@@ -97,5 +111,7 @@ class Rouge(Metric[RougeOptions]):
             "f": f,
             "expected_tokens": len(expected_tokens),
             "response_tokens": len(response_tokens),
+            "max_chars": opts.max_chars,
+            "cut": cut,
         }
-        return Score(value, comment, details)
+        return Score(value, comment + note, details)

@@ -6,6 +6,7 @@ import importlib.util
 from typing import Any
 
 import pytest
+import sacrebleu
 from pydantic import ValidationError
 
 from tests.support.metrics import checked, sample
@@ -92,6 +93,49 @@ def test_invalid_tokenizers_are_rejected(name: str, message: str) -> None:
 def test_mecab_tokenizer_without_its_extra_is_a_clear_error() -> None:
     with pytest.raises(ValidationError, match=r"pip install 'sacrebleu\[ja\]'"):
         BleuOptions(tokenize="ja-mecab")
+
+
+LONG = RESPONSE + " and then it ran" * 5_000  # 80,042 characters
+
+
+async def test_a_long_response_is_cut_to_max_chars_and_the_cut_is_reported() -> None:
+    result = await score(EXPECTED, LONG)
+    kept = LONG[:50_000].rsplit(" ", 1)[0]  # the limit falls inside "then": cut at the space before it
+    assert len(kept) == 49_998
+    # The value is sacrebleu's sentence BLEU of the kept beginning (uncut: of all 80,042 characters).
+    assert result.value == pytest.approx(sacrebleu.sentence_bleu(kept, [EXPECTED]).score / 100)
+    assert result.value != pytest.approx(sacrebleu.sentence_bleu(LONG, [EXPECTED]).score / 100)
+    assert result.details["response_length"] == len(kept.split())
+    assert result.comment.endswith("; response cut to its first 49,998 of 80,042 characters (max_chars 50,000)")
+    assert result.details["max_chars"] == 50_000
+    assert result.details["cut"] == {"response": {"kept_chars": 49_998, "total_chars": 80_042}}
+
+
+async def test_max_chars_option_cuts_both_texts() -> None:
+    result = await score("The quick brown fox jumps", "The quick brown cat sleeps", max_chars=16)
+    assert result.value == pytest.approx(1.0)  # "The quick brown" against itself
+    assert result.details["cut"] == {
+        "expected": {"kept_chars": 15, "total_chars": 25},
+        "response": {"kept_chars": 15, "total_chars": 26},
+    }
+    assert "expected cut to its first 15 of 25 characters and response cut to its first 15 of 26" in result.comment
+
+
+async def test_texts_within_max_chars_are_not_cut() -> None:
+    result = await score(EXPECTED, RESPONSE)
+    assert result.details["cut"] == {} and "cut" not in result.comment
+
+
+async def test_a_huge_answer_is_scored_on_its_beginning() -> None:
+    huge = "The quick brown fox jumped over a lazy dog. " * 250_000  # 11 MB; uncut: ~1 GB and most of a minute
+    result = await score(EXPECTED, huge)
+    assert result.details["cut"]["response"] == {"kept_chars": 49_999, "total_chars": len(huge)}
+    assert result.details["response_length"] <= 50_000 // 2
+
+
+def test_max_chars_must_be_positive() -> None:
+    with pytest.raises(ValidationError):
+        BleuOptions(max_chars=0)
 
 
 def test_registered() -> None:

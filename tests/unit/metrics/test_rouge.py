@@ -64,6 +64,10 @@ async def test_english_equals_rouge_score_itself(variant: str, stemmer: str) -> 
         (EXPECTED, RESPONSE),
         ("Your flight AF123 to Paris is booked for January 15.", "I booked flight AF123 to Paris on Jan 15"),
         ("It is sunny and 22 degrees in Tokyo.", "Tokyo: sunny, 22 degrees, light winds."),
+        # words mixing digits and letters are stemmed as rouge-score stems them (issue 14)
+        ("Hits of the 1990s on mp3s", "hits of the 1990 on mp3"),
+        ("Sales of mp3s rose in the 1990s", "In the 1990s mp3 sales rose"),
+        ("The mp3s from the 1990s", "mp3 hits of 1990 and 2000s"),
     ]
     reference = RougeScorer([variant], use_stemmer=stemmer == "porter")
     for expected, response in pairs:
@@ -74,7 +78,8 @@ async def test_english_equals_rouge_score_itself(variant: str, stemmer: str) -> 
         assert ours["f"] == pytest.approx(theirs.fmeasure)
 
 
-WORDS = ["the", "fox", "jumps", "jumped", "over", "dog", "lazy", "a", "runs", "running", "42", "x"]
+WORDS = ["the", "fox", "jumps", "jumped", "over", "dog", "lazy", "a", "runs", "running", "42", "x", "1990s", "1990",
+         "mp3s", "mp3", "b2b", "4x4s", "covid19"]  # fmt: skip
 
 
 @settings(max_examples=150, deadline=None)
@@ -99,6 +104,66 @@ def test_arithmetic_equals_rouge_score_on_random_english(
     assert outcome.details["precision"] == pytest.approx(theirs.precision)
     assert outcome.details["recall"] == pytest.approx(theirs.recall)
     assert outcome.details["f"] == pytest.approx(theirs.fmeasure)
+
+
+async def test_words_with_digits_are_stemmed_like_rouge_score() -> None:
+    # Before issue 14 "1990s" and "mp3s" were not stemmed: 0.6667 where rouge-score gives 1.0.
+    result = await score("Hits of the 1990s on mp3s", "hits of the 1990 on mp3", stemmer="porter")
+    assert result.value == pytest.approx(1.0)
+    assert (await score("Hits of the 1990s on mp3s", "hits of the 1990 on mp3")).value == pytest.approx(4 / 6)
+
+
+async def test_emoji_variation_selectors_are_not_words() -> None:
+    # U+FE0F after ❤ / ✈ used to be a token: "Paris" / "Paris ❤️" scored 0.667, "❤️" / "✈️" 1.0.
+    assert (await score("Paris", "Paris ❤️")).value == 1.0
+    assert (await score("Paris ❤️", "Paris ✈️")).value == 1.0
+    assert (await score("Paris", "❤️ ✈️")).value == 0.0
+    assert isinstance(await metric().score(sample(expected="❤️", response="✈️"), {}), Skipped)  # no words
+    family = await score("A family trip", "a family 👨\u200d👩\u200d👧 trip 1️⃣")
+    assert family.details["response_tokens"] == 4  # "a family trip 1": the joiners and the keycap are no words
+
+
+LONG = "alpha beta gamma delta " + "noise " * 10_000  # 60,023 characters
+
+
+async def test_a_long_text_is_cut_to_max_chars_and_the_cut_is_reported() -> None:
+    result = await score("alpha beta gamma delta", LONG)
+    kept = LONG[:50_000].rsplit(" ", 1)[0]  # the limit falls inside a word: cut at the space before it
+    assert len(kept) == 49_996
+    kept_tokens = len(kept.split())
+    assert result.details["response_tokens"] == kept_tokens == 8_333
+    assert result.details["precision"] == pytest.approx(4 / kept_tokens)  # uncut it would be 4 / 10,004
+    assert result.details["recall"] == 1.0
+    assert result.value == pytest.approx(2 * (4 / kept_tokens) / (4 / kept_tokens + 1))
+    assert result.comment.endswith("; response cut to its first 49,996 of 60,023 characters (max_chars 50,000)")
+    assert result.details["max_chars"] == 50_000
+    assert result.details["cut"] == {"response": {"kept_chars": 49_996, "total_chars": 60_023}}
+
+
+async def test_max_chars_option_cuts_both_texts() -> None:
+    result = await score("alpha beta gamma delta", "alpha beta epsilon delta", max_chars=12)
+    assert result.value == 1.0  # "alpha beta" against "alpha beta"
+    assert result.details["cut"] == {
+        "expected": {"kept_chars": 10, "total_chars": 22},
+        "response": {"kept_chars": 10, "total_chars": 24},
+    }
+    assert result.comment == (
+        "rougeL F 1.00 (precision 1.00, recall 1.00); expected cut to its first 10 of 22 characters "
+        "and response cut to its first 10 of 24 characters (max_chars 12)"
+    )
+
+
+async def test_texts_within_max_chars_are_not_cut() -> None:
+    result = await score(EXPECTED, RESPONSE)
+    assert result.details["cut"] == {} and "cut" not in result.comment
+
+
+async def test_a_huge_answer_is_scored_on_its_beginning() -> None:
+    huge = "The quick brown fox jumped over a lazy dog. " * 250_000  # 11 MB; uncut rougeL took seconds
+    result = await score(EXPECTED, huge)
+    assert result.details["cut"]["response"]["total_chars"] == len(huge)
+    assert result.details["cut"]["response"]["kept_chars"] <= 50_000
+    assert result.details["response_tokens"] <= 50_000 // 2
 
 
 async def test_long_texts_are_fast() -> None:
@@ -162,6 +227,7 @@ async def test_comment_and_details() -> None:
         {"output": "f1"},
         {"stemmer": "snowball"},
         {"lang": "en"},
+        {"max_chars": 0},
     ],
 )
 def test_invalid_options_are_rejected(options: dict[str, Any]) -> None:
