@@ -20,7 +20,7 @@ import structlog
 
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
-from trace_scorer.providers.client import describe_error, open_client, within_deadline
+from trace_scorer.providers.client import describe_error, open_client, send_retrying
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import ProviderLimits
 from trace_scorer.providers.retry import RetryPolicy, retry_status
@@ -78,17 +78,14 @@ class EmbeddingProvider:
         retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=retried)
         url = f"{self.settings.base_url}/embeddings"
         try:
-            async for attempt in retrying:
-                with attempt:
-                    async with self.limits.slot():
-                        response = await within_deadline(
-                            self.deadline,
-                            self.settings.deadline,
-                            url,
-                            lambda: self._client.embeddings.create(
-                                model=model_id, input=list(texts), encoding_format="float"
-                            ),
-                        )
+            response = await send_retrying(
+                retrying,
+                self.limits,
+                self.deadline,
+                self.settings.deadline,
+                url,
+                lambda: self._client.embeddings.create(model=model_id, input=list(texts), encoding_format="float"),
+            )
         except openai.OpenAIError as exc:
             attempts = retrying.statistics.get("attempt_number", 1)
             per_input = isinstance(exc, openai.APIStatusError) and exc.status_code in _PER_INPUT_STATUSES

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from trace_scorer.config.judge import ModelPrice, ProviderSettings, StructuredOutput
 from trace_scorer.judge.errors import ProviderCallError
 from trace_scorer.judge.structured import STEP_DOWN, response_format
-from trace_scorer.providers.client import describe_error, open_client, within_deadline
+from trace_scorer.providers.client import describe_error, open_client, send_retrying
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import ProviderLimits
 from trace_scorer.providers.retry import RetryPolicy
@@ -138,21 +138,20 @@ class Provider:
         clock = time.monotonic()
         url = f"{self.settings.base_url}/chat/completions"
         try:
-            async for attempt in retrying:
-                with attempt:
-                    async with self.limits.slot():
-                        response = await within_deadline(
-                            self.deadline,
-                            self.settings.deadline,
-                            url,
-                            lambda: self.client.chat.completions.create(
-                                model=model_id,
-                                messages=list(messages),  # type: ignore[arg-type]
-                                temperature=temperature,
-                                max_tokens=max_tokens,
-                                **extra,
-                            ),
-                        )
+            response = await send_retrying(
+                retrying,
+                self.limits,
+                self.deadline,
+                self.settings.deadline,
+                url,
+                lambda: self.client.chat.completions.create(
+                    model=model_id,
+                    messages=list(messages),  # type: ignore[arg-type]
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    **extra,
+                ),
+            )
         except openai.APIStatusError as exc:
             if _rejects_format(exc) and STEP_DOWN[mode] is not None:
                 raise  # the caller steps down

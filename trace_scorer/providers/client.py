@@ -11,9 +11,11 @@ from typing import TypeVar
 
 import httpx
 import openai
+from tenacity import AsyncRetrying
 
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.providers.deadline import Deadline
+from trace_scorer.providers.limits import ProviderLimits
 
 T = TypeVar("T")
 
@@ -35,6 +37,23 @@ async def within_deadline(deadline: Deadline, seconds: float, url: str, call: Ca
             return await call()
     except TimeoutError:
         raise RequestDeadlineExceeded(url, seconds) from None
+
+
+async def send_retrying(
+    retrying: AsyncRetrying,
+    limits: ProviderLimits,
+    deadline: Deadline,
+    seconds: float,
+    url: str,
+    call: Callable[[], Awaitable[T]],
+) -> T:
+    """``await call()`` under the provider's retry policy: each attempt in one of the provider's slots and
+    within the request deadline. The last error is raised once the retries run out."""
+    async for attempt in retrying:
+        with attempt:
+            async with limits.slot():
+                return await within_deadline(deadline, seconds, url, call)
+    raise AssertionError("tenacity ends with a result or the last error")  # pragma: no cover
 
 
 def describe_error(exc: BaseException) -> str:
