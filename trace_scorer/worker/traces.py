@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
@@ -72,6 +73,15 @@ def _first_error(tasks: Iterable[asyncio.Task[None]]) -> BaseException | None:
     return next((e for e in errors if e is not None), None)
 
 
+@dataclass(frozen=True)
+class WindowPlan:
+    """What one window holds to score, and how far the watermark may move once all of it has settled."""
+
+    window: TimeWindow
+    todo: list[TraceRoot]
+    hold: datetime
+
+
 def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -94,19 +104,25 @@ class TraceSource(SourceBase):
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         report = TickReport(self.target.name)
         await self.retry_failures(now, report, stop)
+        window = self.next_window(now, report)
+        if window is None:
+            return report
+        hold = await self.score_window(window, now, report, stop, reread=self.reread())
+        if hold is not None and hold > window.start:
+            self.state.set_watermark(self.target.name, hold)
+        return report
+
+    def next_window(self, now: datetime, report: TickReport) -> TimeWindow | None:
+        """``[watermark, min(now - lag, watermark + max_window))``, or None when nothing is new yet."""
         start = self.state.watermark(self.target.name) or now - timedelta(seconds=self.target.effective_lookback)
         end = min(now - timedelta(seconds=self.target.lag), start + timedelta(seconds=self.target.max_window))
         if end <= start:
             report.window = f"{start.isoformat()} (nothing new yet)"
-            return report
-        window = TimeWindow(start, end)
+            return None
         report.window = f"{start.isoformat()}/{end.isoformat()}"
-        hold = await self.score_window(window, now, report, stop, reread=self._reread())
-        if hold is not None and hold > start:
-            self.state.set_watermark(self.target.name, hold)
-        return report
+        return TimeWindow(start, end)
 
-    def _reread(self) -> timedelta:
+    def reread(self) -> timedelta:
         """How far behind the window's start to read again: ``max_trace_duration`` where roots appear
         only when they end (v4), nothing where they appear at their start (legacy)."""
         if self.client.reads.rows_appear_at_end:
@@ -124,6 +140,16 @@ class TraceSource(SourceBase):
     ) -> datetime | None:
         """Score what is ready in ``window`` (and in ``reread`` before it: traces that ended since they
         were last read); return how far the watermark may move (None: stopped early)."""
+        plan = await self.plan_window(window, now, report, reread=reread)
+        if not await self._score_batches(plan.todo, now, report, stop):
+            return None
+        return plan.hold
+
+    async def plan_window(
+        self, window: TimeWindow, now: datetime, report: TickReport, *, reread: timedelta = timedelta(0)
+    ) -> WindowPlan:
+        """What is to be scored in ``window``: the ready traces not scored with this configuration and not
+        left to the retry path, and how far the watermark may move once they have settled."""
         ready, hold = await self._ready_roots(window, now, report, reread)
         known = self.state.scored_hashes(self.target.name, [r.trace_id for r in ready])
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
@@ -133,9 +159,7 @@ class TraceSource(SourceBase):
         if already := sum(1 for r in ready if known.get(r.trace_id) == config_hash and r.start_time >= window.start):
             report.skipped["already scored"] += already
         self.scorer.telemetry.backlog(self.target.name, len(todo))
-        if not await self._score_batches(todo, now, report, stop):
-            return None
-        return hold
+        return WindowPlan(window, todo, hold)
 
     async def _score_batches(
         self, todo: Sequence[TraceRoot], now: datetime, report: TickReport, stop: asyncio.Event
@@ -152,7 +176,7 @@ class TraceSource(SourceBase):
                 if stop.is_set():
                     stopped = True
                     break
-                running.add(asyncio.create_task(self._score_roots(batch, now, report)))
+                running.add(asyncio.create_task(self.score_roots(batch, now, report)))
                 if len(running) >= BATCHES_IN_FLIGHT:
                     done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     error = _first_error(done)
@@ -207,7 +231,8 @@ class TraceSource(SourceBase):
             ready[root.trace_id] = root
         return list(ready.values()), hold
 
-    async def _score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
+    async def score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
+        """Fetch, score, post and record these traces (one batch)."""
         items: list[WorkItem] = []
         found: set[str] = set()
         oversized: list[str] = []
@@ -251,14 +276,19 @@ class TraceSource(SourceBase):
 
     async def retry_failures(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
         """Score again the failed traces whose next try has come."""
-        due = self.state.due_failures(self.target.name, now, limit=self.batch_size)
+        roots = self.due_retries(now)
+        if roots and not stop.is_set():
+            log.info("retrying_failed_traces", target=self.target.name, traces=len(roots))
+            await self.score_roots(roots, now, report)
+
+    def due_retries(self, now: datetime) -> list[TraceRoot]:
+        """The roots of failed traces whose next try has come (one batch at most); a failure whose root
+        cannot be read back is given up, logged."""
         roots = []
-        for failure in due:
+        for failure in self.state.due_failures(self.target.name, now, limit=self.batch_size):
             try:
                 roots.append(trace_root_from_row(json.loads(failure.payload or "null")))
             except (TypeError, ValueError, KeyError) as exc:
                 log.error("retry_unreadable", target=self.target.name, trace_id=failure.subject, error=str(exc))
                 self.state.record_failure(self.target.name, failure.subject, f"cannot retry: {exc}", None)
-        if roots and not stop.is_set():
-            log.info("retrying_failed_traces", target=self.target.name, traces=len(roots))
-            await self._score_roots(roots, now, report)
+        return roots
