@@ -13,6 +13,7 @@ from trace_scorer.config.embeddings import LOCAL_PROVIDER, EmbeddingSettings
 from trace_scorer.config.settings import Settings
 from trace_scorer.embeddings.base import Backend, Embedder
 from trace_scorer.embeddings.batching import BatchingEmbedder
+from trace_scorer.providers.limits import GateFor
 from trace_scorer.retry import Sleep
 
 if TYPE_CHECKING:  # openai and torch are slow to import: only when a model is used
@@ -51,7 +52,15 @@ class EmbeddingModels:
         self._closed = False
         #: Told of every retried embedding request: (``provider/model``, status, wait in seconds).
         self.on_retry: Callable[[str, str, float], None] | None = None
+        self._gate_for: GateFor | None = None
         self.default = self.resolve(default)  # a wrong default is found at start-up
+
+    def share_rates(self, gate_for: GateFor) -> None:
+        """Book each provider's requests per minute with ``gate_for(provider, rpm)`` (a fleet-wide budget),
+        for the endpoints open now and those opened later."""
+        self._gate_for = gate_for
+        for endpoint in self._endpoints.values():
+            endpoint.limits.share_rate(endpoint.name, gate_for)
 
     def _retried(self, model: str, status: str, wait: float) -> None:
         if self.on_retry is not None:
@@ -106,6 +115,8 @@ class EmbeddingModels:
                         raise RuntimeError(f"no way to connect to provider {provider!r}")
                     self._endpoints[provider] = self._connect(provider)
                     self._endpoints[provider].on_retry = self._retried
+                    if self._gate_for is not None:
+                        self._endpoints[provider].limits.share_rate(provider, self._gate_for)
                 backend = RemoteBackend(self._endpoints[provider], model_id)
             built = BatchingEmbedder(backend, batch_size=self.settings.batch_size, cache_size=self.settings.cache_size)
             self._built[name] = built

@@ -30,6 +30,7 @@ from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_mes
 from trace_scorer.judge.render import render_conversation
 from trace_scorer.judge.structured import AnswerRejected, parse_answer, schema_name, strict_json_schema
 from trace_scorer.providers.deadline import Deadline, system_deadline
+from trace_scorer.providers.limits import GateFor
 from trace_scorer.providers.usage import Usage, UsageLedger
 from trace_scorer.sample import Sample
 
@@ -389,6 +390,11 @@ class Judge:
     @property
     def cache_stats(self) -> dict[str, int]:
         return {"hits": self._cache.hits, "misses": self._cache.misses, "entries": len(self._cache)}
+
+    def share_rates(self, gate_for: GateFor) -> None:
+        """Book each provider's requests per minute with ``gate_for(provider, rpm)`` (a fleet-wide budget)."""
+        for provider in self._providers.values():
+            provider.limits.share_rate(provider.name, gate_for)
 
     async def aclose(self) -> None:
         """Close the HTTP clients and flush the judge traces (call once, at shutdown)."""

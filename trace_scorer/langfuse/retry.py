@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import structlog
 
@@ -107,6 +107,12 @@ def _outcome(error: BaseException | None) -> str:
     return "error"
 
 
+class SharedBudget(Protocol):
+    """A request budget kept outside the process (``trace_scorer.distributed.rates``)."""
+
+    async def acquire(self) -> None: ...
+
+
 class RequestBudget:
     """At most ``per_minute`` requests in any 60 s, so also in any fixed one-minute window.
 
@@ -118,22 +124,32 @@ class RequestBudget:
     WINDOW = 60.0
 
     def __init__(self, per_minute: int, clock: Clock, stats: RequestStats) -> None:
-        self._per_minute = per_minute
+        self.per_minute = per_minute
         self._clock = clock
         self._stats = stats
         self._sent: collections.deque[float] = collections.deque()
         self._lock = asyncio.Lock()
+        self._shared: SharedBudget | None = None
+
+    def share(self, budget: SharedBudget) -> None:
+        """Book requests with ``budget`` (one for every replica: Langfuse counts per organisation)."""
+        self._shared = budget
 
     async def acquire(self) -> None:
         """Wait until one more request fits in the budget, and book it."""
-        if self._per_minute <= 0:
+        if self.per_minute <= 0:
+            return
+        if self._shared is not None:
+            started = self._clock.monotonic()
+            await self._shared.acquire()
+            self._stats.budget_wait_seconds += self._clock.monotonic() - started
             return
         async with self._lock:
             while True:
                 now = self._clock.monotonic()
                 while self._sent and self._sent[0] <= now - self.WINDOW:
                     self._sent.popleft()
-                if len(self._sent) < self._per_minute:
+                if len(self._sent) < self.per_minute:
                     self._sent.append(now)
                     return
                 wait = self._sent[0] + self.WINDOW - now

@@ -97,7 +97,7 @@ class Transport:
         self._auth = auth
         self._headers = dict(headers)
         self._policy = policy
-        self._budget = budget
+        self.budget = budget
         self._stats = stats
         self._clock = clock
         read_timeout = http.timeout.read
@@ -126,7 +126,7 @@ class Transport:
         """
 
         async def attempt() -> ClientAnswer[T]:
-            await self._budget.acquire()
+            await self.budget.acquire()
             started = time.perf_counter()
 
             def count(outcome: str) -> None:
@@ -178,7 +178,7 @@ class Transport:
         query = _query(params or {})
 
         async def attempt() -> PlainAnswer:
-            await self._budget.acquire()
+            await self.budget.acquire()
             started = time.perf_counter()
             try:
                 async with self.deadline(self.deadline_seconds):

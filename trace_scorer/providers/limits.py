@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 from aiolimiter import AsyncLimiter
 
@@ -22,6 +23,17 @@ def rate_limiter(requests_per_minute: float) -> AsyncLimiter:
     return AsyncLimiter(1, 60.0 / requests_per_minute)
 
 
+class RateGate(Protocol):
+    """Anything that books one request's turn: aiolimiter's ``AsyncLimiter`` in one process, a budget
+    shared by every replica (``trace_scorer.distributed.rates``) in a fleet."""
+
+    async def acquire(self) -> None: ...
+
+
+#: A provider's name and its requests per minute → the gate that books them.
+GateFor = Callable[[str, float], RateGate]
+
+
 class ProviderLimits:
     """Bounds one provider's traffic, over all its models and all metrics of the process."""
 
@@ -34,11 +46,18 @@ class ProviderLimits:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._semaphore = asyncio.Semaphore(max_concurrency)
-        self._limiter = rate_limiter(requests_per_minute) if requests_per_minute else None
+        self.requests_per_minute = requests_per_minute
+        self._limiter: RateGate | None = rate_limiter(requests_per_minute) if requests_per_minute else None
         self._sleep = sleep
         self._clock = clock
         self._resume_at = 0.0
         self.max_concurrency = max_concurrency
+
+    def share_rate(self, provider: str, gate_for: GateFor) -> None:
+        """Book requests per minute with ``gate_for(provider, rpm)`` (a budget shared by every replica)
+        instead of this process's own; nothing changes for a provider without ``requests_per_minute``."""
+        if self.requests_per_minute:
+            self._limiter = gate_for(provider, self.requests_per_minute)
 
     def pause(self, seconds: float) -> None:
         """Hold new requests for ``seconds`` (the provider said Retry-After): don't hammer a throttled API."""
