@@ -134,6 +134,13 @@ class StandinApp:
         if decision.kind == "reset":
             self.counts[(routed.label, "reset")] += 1
             return Response(drop="before")
+        if decision.kind == "timeout":
+            self.counts[(routed.label, "timeout")] += 1
+            return Response(drop="hang")
+        if decision.kind == "answer":
+            self.counts[(routed.label, str(decision.status))] += 1
+            body = decision.body if decision.body is not None else {"message": "scripted answer (stand-in)"}
+            return Response.json(decision.status, body, decision.headers)
         if decision.kind == "429":
             # The time the answer leaves, not when the request came: the client's wait starts later still.
             self.ledger.on_429(sig, routed.label, self.now(), decision.retry_after)

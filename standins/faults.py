@@ -22,8 +22,10 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from standins.settings import refuse_unknown
 
 #: A request may arrive this much before its Retry-After has passed without counting as early: the
 #: server notes the time before writing the answer, asyncio timers may fire up to a clock tick early.
@@ -31,7 +33,7 @@ DEFAULT_TOLERANCE = 0.005
 #: Most 429 records kept (the count goes on beyond).
 MAX_RECORDS = 20_000
 
-KINDS = ("429", "5xx", "drop", "reset", "latency")
+KINDS = ("429", "5xx", "drop", "reset", "latency", "timeout", "answer")
 
 
 @dataclass
@@ -63,10 +65,7 @@ class FaultConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> FaultConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown fault settings {sorted(unknown)}; known: {sorted(known)}")
+        refuse_unknown(cls, values, "fault settings")
         config = cls(**values)
         for name in ("rate_429", "rate_5xx", "rate_drop", "rate_reset"):
             rate = getattr(config, name)
@@ -82,7 +81,9 @@ class FaultConfig:
 
 @dataclass
 class ScriptedFault:
-    """One fault for the next matching request: ``kind`` is 429, 5xx, drop, reset or latency."""
+    """One fault for the next matching request: ``kind`` is 429, 5xx, drop, reset, latency, timeout (no
+    answer: the connection is held until the client gives up) or answer (this ``status`` with ``body`` and
+    ``headers``, e.g. a 401, a 429 with an HTTP-date Retry-After, a 422 — as a server or a proxy sends it)."""
 
     kind: str
     #: Route label or path it waits for; None: the next API request whatever its route.
@@ -91,6 +92,9 @@ class ScriptedFault:
     status: int = 503
     #: For ``latency``: seconds to wait before answering normally.
     seconds: float = 0.0
+    #: For ``answer``: the JSON body (None: ``{"message": "scripted answer (stand-in)"}``) and headers.
+    body: Any = None
+    headers: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -103,6 +107,9 @@ class Decision:
     latency: float = 0.0
     retry_after: float = 0.0
     status: int = 0
+    #: The scripted ``answer`` (kind "answer").
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def route_matches(route: str, selectors: list[str] | None) -> bool:
@@ -160,6 +167,8 @@ class FaultEngine:
                 decision.kind = scripted.kind
                 decision.retry_after = scripted.retry_after
                 decision.status = scripted.status
+                decision.body = scripted.body
+                decision.headers = dict(scripted.headers or {})
                 return decision
         if not route_matches(route, config.routes):
             return decision

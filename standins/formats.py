@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from standins.langfuse_query import iso
-from standins.tasks import Step, Task, ToolDef
+from standins.tasks import Step, Task
 
 PROJECT_ID = "proj-standin"
 FORMATS = ("openai_chat", "openai_responses", "langchain", "otel_genai", "anthropic", "tool_observations")
@@ -32,7 +32,8 @@ def hex_id(seed: str, length: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:length]
 
 
-def _encode(value: Any, raw_strings: bool) -> str | None:
+def encode_io(value: Any, raw_strings: bool = False) -> str | None:
+    """``input``/``output`` as v4 returns them: JSON text (``raw_strings``: a string as it is)."""
     if value is None:
         return None
     if isinstance(value, str) and raw_strings:
@@ -49,44 +50,47 @@ def meta(values: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in values.items()}
 
 
-#: Observation keys that can be a trace's root (the agent's own root, the SDK's experiment spans).
-_ROOT_KEYS = frozenset({"root", "root2", "xrun", "xtask"})
+def started_version(row: dict[str, Any]) -> dict[str, Any]:
+    """The row Langfuse holds from an observation's start until ClickHouse merges in the finished one: no
+    output, no end, no usage, an older ``updatedAt``."""
+    start = datetime.fromisoformat(row["startTime"])
+    early = dict(row, output=None, endTime=None, updatedAt=iso(start + timedelta(milliseconds=60)))
+    early.update(usageDetails={}, costDetails={})
+    if "latency" in early:
+        early["latency"] = None
+    return early
 
 
-class RowBuilder:
-    """The rows of one trace; times in milliseconds after the trace start."""
+class TraceRows:
+    """The v4 observation rows of one trace, as ``GET /api/public/v2/observations`` returns them: ids
+    derived from ``id_seed`` and a key, times in milliseconds after the trace start, ``input``/``output``
+    as JSON strings. The one row shape of the stand-in's generated traces (:class:`RowBuilder`) and the
+    extraction fixtures (``tests/unit/extract/fixtures/make_fixtures.py``)."""
 
     def __init__(
         self,
         trace_id: str,
         start: datetime,
         *,
+        id_seed: str,
+        project_id: str = PROJECT_ID,
         environment: str,
-        user_id: str | None,
-        session_id: str | None,
-        tags: list[str],
-        release: str | None,
-        trace_name: str,
-        lite: bool = False,
+        user_id: str | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.trace_id = trace_id
-        #: Lite: only the root rows' payloads are encoded (listing roots needs nothing else).
-        self.lite = lite
         self.start = start
-        self.context = {
-            "environment": environment,
-            "userId": user_id,
-            "sessionId": session_id,
-            "tags": tags,
-            "release": release,
-            "traceName": trace_name,
-        }
+        self.id_seed = id_seed
+        self.project_id = project_id
+        self.environment = environment
+        self.user_id = user_id
+        self.session_id = session_id
         self.rows: list[dict[str, Any]] = []
 
     def oid(self, key: str) -> str:
-        return hex_id(f"{self.trace_id}:{key}", 16)
+        return hex_id(f"{self.id_seed}:{key}", 16)
 
-    def obs(
+    def row(
         self,
         key: str,
         kind: str,
@@ -101,70 +105,106 @@ class RowBuilder:
         level: str = "DEFAULT",
         status: str | None = None,
         model: str | None = None,
+        usage: dict[str, int] | None = None,
+        ended: bool = True,
         raw_strings: bool = False,
-        first: bool = False,
     ) -> dict[str, Any]:
+        """One observation's row (not added): the core, basic, time, io, metadata, model and usage groups."""
         begin = self.start + timedelta(milliseconds=at_ms)
         end = begin + timedelta(milliseconds=duration_ms)
-        if self.lite and key not in _ROOT_KEYS:
-            stub = {
-                "id": key,
-                "type": kind,
-                "startTime": iso(begin),
-                "endTime": iso(end),
-                "input": None,
-                "output": None,
-            }
-            self.rows.append(stub)
-            return stub
-        usage = {}
-        if model:
-            prompt, completion = _tokens(input), _tokens(output) if output is not None else 0
-            usage = {"input": prompt, "output": completion, "total": prompt + completion}
-        row: dict[str, Any] = {
+        return {
             "id": self.oid(key),
             "traceId": self.trace_id,
             "startTime": iso(begin),
-            "endTime": iso(end),
-            "projectId": PROJECT_ID,
+            "endTime": iso(end) if ended else None,
+            "projectId": self.project_id,
             "parentObservationId": self.oid(parent) if parent else None,
             "type": kind,
             "name": name,
             "level": level,
             "statusMessage": status,
             "version": None,
-            "environment": self.context["environment"],
+            "environment": self.environment,
             "bookmarked": False,
             "public": False,
-            "userId": self.context["userId"],
-            "sessionId": self.context["sessionId"],
+            "userId": self.user_id,
+            "sessionId": self.session_id,
             "isRootObservation": parent is None,
             "completionStartTime": iso(begin + timedelta(milliseconds=duration_ms // 3)) if model else None,
             "createdAt": iso(begin + timedelta(milliseconds=40)),
             "updatedAt": iso(end + timedelta(milliseconds=250)),
-            "input": _encode(input, raw_strings),
-            "output": _encode(output, raw_strings),
-            "metadata": meta(metadata or {}),
+            "input": encode_io(input, raw_strings),
+            "output": encode_io(output, raw_strings),
+            "metadata": metadata or {},
             "model": model,
-            "internalModelId": None,
             "modelParameters": {"temperature": "0"} if model else None,
-            "modelId": None,
-            "inputPrice": None,
-            "outputPrice": None,
-            "totalPrice": None,
-            "usageDetails": usage,
+            "usageDetails": usage or {},
             "costDetails": {},
-            "totalCost": 0.0,
-            "usagePricingTierName": None,
-            "promptId": None,
-            "promptName": None,
-            "promptVersion": None,
-            "latency": duration_ms / 1000.0,
-            "timeToFirstToken": (duration_ms // 3) / 1000.0 if model else None,
-            "tags": self.context["tags"],
-            "release": self.context["release"],
-            "traceName": self.context["traceName"],
+            "totalCost": 0,
         }
+
+
+#: Observation keys that can be a trace's root (the agent's own root, the SDK's experiment spans).
+_ROOT_KEYS = frozenset({"root", "root2", "xrun", "xtask"})
+
+
+class RowBuilder(TraceRows):
+    """The rows of one generated trace, every field group filled; times in milliseconds after the trace
+    start."""
+
+    def __init__(
+        self,
+        trace_id: str,
+        start: datetime,
+        *,
+        environment: str,
+        user_id: str | None,
+        session_id: str | None,
+        tags: list[str],
+        release: str | None,
+        trace_name: str,
+        lite: bool = False,
+    ) -> None:
+        super().__init__(
+            trace_id, start, id_seed=trace_id, environment=environment, user_id=user_id, session_id=session_id
+        )
+        #: Lite: only the root rows' payloads are encoded (listing roots needs nothing else).
+        self.lite = lite
+        self.trace_context = {"tags": tags, "release": release, "traceName": trace_name}
+
+    def obs(
+        self, key: str, kind: str, name: str, at_ms: int, duration_ms: int, *, first: bool = False, **fields: Any
+    ) -> dict[str, Any]:
+        """Add one observation (``fields``: :meth:`TraceRows.row`'s; metadata values stored as strings, the
+        usage counted from a generation's I/O); ``first``: as the trace's first row."""
+        if self.lite and key not in _ROOT_KEYS:
+            begin = self.start + timedelta(milliseconds=at_ms)
+            end = begin + timedelta(milliseconds=duration_ms)
+            stub: dict[str, Any] = {"id": key, "type": kind, "startTime": iso(begin), "endTime": iso(end)}
+            stub.update(input=None, output=None)
+            self.rows.append(stub)
+            return stub
+        model, output = fields.get("model"), fields.get("output")
+        usage = {}
+        if model:
+            prompt, completion = _tokens(fields.get("input")), _tokens(output) if output is not None else 0
+            usage = {"input": prompt, "output": completion, "total": prompt + completion}
+        metadata = meta(fields.pop("metadata", None) or {})
+        row = self.row(key, kind, name, at_ms, duration_ms, metadata=metadata, usage=usage, **fields)
+        row.update(
+            internalModelId=None,
+            modelId=None,
+            inputPrice=None,
+            outputPrice=None,
+            totalPrice=None,
+            usagePricingTierName=None,
+            promptId=None,
+            promptName=None,
+            promptVersion=None,
+            latency=duration_ms / 1000.0,
+            timeToFirstToken=(duration_ms // 3) / 1000.0 if model else None,
+            **self.trace_context,
+        )
         if first:
             self.rows.insert(0, row)
         else:
@@ -197,16 +237,17 @@ def _result_text(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
-def _fn_tool(tool: ToolDef) -> dict[str, Any]:
+def fn_tool(name: str, description: str, params: dict[str, str]) -> dict[str, Any]:
+    """An OpenAI function-tool definition (``params``: name → JSON type, all required)."""
     return {
         "type": "function",
         "function": {
-            "name": tool.name,
-            "description": tool.description,
+            "name": name,
+            "description": description,
             "parameters": {
                 "type": "object",
-                "properties": {k: {"type": v} for k, v in tool.params.items()},
-                "required": list(tool.params),
+                "properties": {k: {"type": v} for k, v in params.items()},
+                "required": list(params),
             },
         },
     }
@@ -226,7 +267,7 @@ def _root(b: RowBuilder, task: Task, c: _Clock, kind: str, name: str, **payload:
 
 def openai_chat(task: Task, b: RowBuilder, r: random.Random) -> None:
     model = r.choice(["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"])
-    tools = [_fn_tool(t) for t in task.tools]
+    tools = [fn_tool(t.name, t.description, t.params) for t in task.tools]
     history: list[dict[str, Any]] = [
         {"role": "system", "content": task.system},
         {"role": "user", "content": task.question},
@@ -324,7 +365,8 @@ def _lc_ai(call_id: str, step: Step) -> dict[str, Any]:
     }
 
 
-def _tool_message(content: str, name: str, call_id: str) -> dict[str, Any]:
+def tool_message(content: str, name: str, call_id: str) -> dict[str, Any]:
+    """A LangChain ``ToolMessage`` as the CallbackHandler records it."""
     return {
         "content": content,
         "additional_kwargs": {},
@@ -342,7 +384,7 @@ def langchain(task: Task, b: RowBuilder, r: random.Random) -> None:
     model = "gpt-4o-mini-2024-07-18"
     system = {"role": "system", "content": task.system}
     user = {"role": "user", "content": task.question}
-    definitions = [{"role": "tool", "content": _fn_tool(t)} for t in task.tools]
+    definitions = [{"role": "tool", "content": fn_tool(t.name, t.description, t.params)} for t in task.tools]
     lc_meta = {
         "langgraph_step": "1",
         "langgraph_node": "agent",
@@ -363,7 +405,7 @@ def langchain(task: Task, b: RowBuilder, r: random.Random) -> None:
               input=[system, user, *history, *definitions], output=ai)  # fmt: skip
         tools_at = c.t
         at, d = _tool_time(c)
-        message = _tool_message(_result_text(step.result), step.tool, call_id)
+        message = tool_message(_result_text(step.result), step.tool, call_id)
         b.obs(f"n{k}", "CHAIN", "tools", tools_at - 5, d + 10, parent="root", input={"messages": [ai]})
         b.obs(f"t{k}", "TOOL", step.tool, at, d, parent=f"n{k}", input=step.args, output=message,
               metadata={"langgraph_node": "tools", "tool_call_id": call_id})  # fmt: skip

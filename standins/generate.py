@@ -34,7 +34,7 @@ import json
 import random
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -48,8 +48,10 @@ from standins.formats import (
     hex_id,
     make_hostile,
     meta,
+    started_version,
 )
 from standins.langfuse_query import iso
+from standins.settings import refuse_unknown
 from standins.tasks import DEVIATIONS, TASKS, Task, deviate, make_task
 
 #: No generated trace lasts longer (window scans rely on it).
@@ -165,10 +167,7 @@ class Scenario:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> Scenario:
-        known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown scenario settings {sorted(unknown)}; known: {sorted(known)}")
+        refuse_unknown(cls, values, "scenario settings")
         data = dict(values)
         if "datasets" in data:
             data["datasets"] = tuple(DatasetSpec(**d) for d in data["datasets"])
@@ -213,21 +212,16 @@ class RowRecord:
     visible_final: datetime
     #: False on v4 (OTel exports a span when it ends): no "started" row, a duplicate is the finished row twice.
     has_started_row: bool = True
+    #: A test's rows of this observation (:meth:`Corpus.add_trace`): served as given, every copy.
+    given: list[dict[str, Any]] | None = None
 
     def started_row(self) -> dict[str, Any]:
         """The row Langfuse holds from the observation's start: no output, no end, older ``updatedAt``."""
-        start = datetime.fromisoformat(self.row["startTime"])
-        return {
-            **self.row,
-            "output": None,
-            "endTime": None,
-            "updatedAt": iso(start + timedelta(milliseconds=60)),
-            "usageDetails": {},
-            "costDetails": {},
-            "latency": None,
-        }
+        return started_version(self.row)
 
     def visible_rows(self, now: datetime) -> list[dict[str, Any]]:
+        if self.given is not None:
+            return list(self.given)
         if now >= self.visible_final:
             if not self.duplicate:
                 return [self.row]
@@ -325,6 +319,8 @@ class ListSource:
         return len(self.headers)
 
     def add(self, header: TraceHeader) -> None:
+        """Add a trace (or replace the one with its id)."""
+        self.headers = [h for h in self.headers if h.trace_id != header.trace_id]
         self.headers.append(header)
         self.headers.sort(key=lambda h: (h.start, h.trace_id))
         self._by_id = {h.trace_id: n for n, h in enumerate(self.headers)}
@@ -389,6 +385,12 @@ class Corpus:
         self.experiments: list[dict[str, Any]] = []
         self.experiment_items: list[dict[str, Any]] = []
         self._items_by_trace: dict[str, dict[str, Any]] = {}
+        #: A test's data (the ``add_…`` methods): experiment item rows, v3 dataset runs and run items
+        #: (Postgres rows on a v3 server), how far a test's trace reaches past its start (all rows, roots).
+        self.given_items: list[dict[str, Any]] = []
+        self.dataset_runs: list[dict[str, Any]] = []
+        self.dataset_run_items: list[dict[str, Any]] = []
+        self._given_reach: dict[str, tuple[timedelta, timedelta]] = {}
         self._ideal: dict[str, Task] = {}
         self._build_datasets()
 
@@ -511,6 +513,12 @@ class Corpus:
         end = item_row.get("endTime") or item_row["startTime"]
         return datetime.fromisoformat(end) + (self.export_lag if self.span_end_visibility else self.lag)
 
+    def visible_experiment_items(self, now: datetime) -> list[dict[str, Any]]:
+        """The experiment item rows listed at ``now``: the generated ones whose root is visible, and a
+        test's (at once)."""
+        rows = [i for i in self.experiment_item_rows() if self.item_visible_at(i) <= now]
+        return rows + self.given_items
+
     # --- traces ------------------------------------------------------------------------------
 
     def find(self, trace_id: str) -> TraceHeader | None:
@@ -581,7 +589,10 @@ class Corpus:
         s = self.scenario
         if header.source == "extra":
             rows = self._extra_rows[header.trace_id]
-            records = [self._record(row, header, duplicate=False, late=False) for row in rows]
+            copies: dict[str, list[dict[str, Any]]] = {}
+            for row in rows:
+                copies.setdefault(row["id"], []).append(row)
+            records = [self._given_record(given) for given in copies.values()]
             end = max((datetime.fromisoformat(r["endTime"] or r["startTime"]) for r in rows), default=header.start)
             return RenderedTrace(header, None, None, records, end)
         r = random.Random(f"{s.seed}:trace:{header.trace_id}")
@@ -702,13 +713,18 @@ class Corpus:
         agent_root["isRootObservation"] = False
         return [run, task_span, *rows]
 
+    def _given_record(self, copies: list[dict[str, Any]]) -> RowRecord:
+        """A test's observation, its copies served as given (un-merged duplicates included); on v4 only the
+        copies of an ended span (OTel exports a span when it ends: a row without ``endTime`` never exists)."""
+        row = copies[0]
+        served = [c for c in copies if c.get("endTime")] if self.span_end_visibility else copies
+        start = datetime.fromisoformat(row["startTime"])
+        return RowRecord(row, micros(start), False, start, start, has_started_row=False, given=served)
+
     def _record(self, row: dict[str, Any], header: TraceHeader, *, duplicate: bool, late: bool) -> RowRecord:
         start = datetime.fromisoformat(row["startTime"])
         end = datetime.fromisoformat(row["endTime"]) if row.get("endTime") else start
         extra = self.late if late else timedelta(0)
-        if header.source == "extra":
-            floor = datetime.min.replace(tzinfo=UTC)
-            return RowRecord(row, micros(start), False, floor, floor)
         if self.span_end_visibility:
             visible = end + self.export_lag + extra
             return RowRecord(row, micros(start), duplicate, visible, visible, has_started_row=False)
@@ -717,7 +733,10 @@ class Corpus:
     # --- explicit data (tests) ---------------------------------------------------------------
 
     def add_trace(self, rows: list[dict[str, Any]]) -> TraceHeader:
-        """A trace given as full v4 rows (root first or marked ``isRootObservation``); visible at once."""
+        """A trace given as full v4 rows (root first or marked ``isRootObservation``; no row starts before
+        it), visible at once; rows with one id are copies of one observation, all served (as ClickHouse
+        does before it merges them). Adding a trace again replaces it (its rows as they are now). On v4 a
+        row without ``endTime`` is not served: its span has not ended, so it was not exported yet."""
         if not rows:
             raise ValueError("a trace needs at least one row")
         trace_id = rows[0]["traceId"]
@@ -725,19 +744,50 @@ class Corpus:
             raise ValueError("all rows of a trace share its traceId")
         root = next((r for r in rows if r.get("isRootObservation")), rows[0])
         ordered = [root, *[r for r in rows if r is not root]]
-        header = TraceHeader(
-            trace_id,
-            "extra",
-            0,
-            datetime.fromisoformat(root["startTime"]),
-            "given",
-            root.get("environment") or "default",
-        )
+        start = datetime.fromisoformat(root["startTime"])
+        starts = [datetime.fromisoformat(r["startTime"]) for r in rows]
+        if min(starts) < start:
+            raise ValueError(f"trace {trace_id}: a row starts before its root")
+        roots = [s for s, r in zip(starts, rows, strict=True) if r.get("isRootObservation")]
+        self._given_reach[trace_id] = (max(starts) - start, max(roots, default=start) - start)
+        header = TraceHeader(trace_id, "extra", 0, start, "given", root.get("environment") or "default")
         self._extra_rows[trace_id] = ordered
         self._cache.pop(trace_id, None)
         self._roots.pop(trace_id, None)
         self.extra.add(header)
         return header
+
+    def add_rows(self, rows: list[dict[str, Any]]) -> list[TraceHeader]:
+        """Rows of any traces, each added to the rows its trace was given before (a new trace if none)."""
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_trace.setdefault(row["traceId"], []).append(row)
+        return [self.add_trace([*self._extra_rows.get(t, []), *more]) for t, more in by_trace.items()]
+
+    def add_dataset(self, dataset: Mapping[str, Any]) -> None:
+        """A dataset (``GET /v2/datasets/{name}`` shape)."""
+        self.datasets[dataset["name"]] = dict(dataset)
+
+    def add_dataset_item(self, item: Mapping[str, Any]) -> None:
+        """A dataset item (``GET /dataset-items/{id}`` shape)."""
+        self.dataset_items[item["id"]] = dict(item)
+
+    def add_experiment(self, experiment: Mapping[str, Any]) -> None:
+        """An experiment (``id``, ``name``, ``datasetId``, ``metadata``, …); listed while it has items."""
+        self.experiments.append(dict(experiment))
+
+    def add_experiment_item(self, row: Mapping[str, Any]) -> None:
+        """An experiment item row (``GET /experiment-items`` shape), listed at once."""
+        self.given_items.append(dict(row))
+
+    def add_dataset_run(self, run: Mapping[str, Any]) -> None:
+        """A v3 dataset run (``GET /datasets/{name}/runs`` shape; ``updatedAt`` = ``createdAt`` on real
+        servers), listed at once beside the runs made of experiments."""
+        self.dataset_runs.append(dict(run))
+
+    def add_dataset_run_item(self, item: Mapping[str, Any]) -> None:
+        """A v3 dataset run item (``GET /dataset-run-items`` shape) of a run added with :meth:`add_dataset_run`."""
+        self.dataset_run_items.append(dict(item))
 
     # --- summaries for tests -----------------------------------------------------------------
 
@@ -759,8 +809,17 @@ class Corpus:
 
     @property
     def max_duration(self) -> timedelta:
-        """No trace lasts longer (window scans rely on it)."""
+        """No trace lasts longer: no row starts later after its trace's start (window scans rely on it)."""
         bounds = self.scenario.trace_duration
-        if bounds is None:
-            return MAX_TRACE
-        return max(MAX_TRACE, timedelta(seconds=bounds[1]) + timedelta(seconds=1))
+        longest = MAX_TRACE if bounds is None else max(MAX_TRACE, timedelta(seconds=bounds[1]) + timedelta(seconds=1))
+        given = max((rows for rows, _ in self._given_reach.values()), default=timedelta(0))
+        return max(longest, given + timedelta(seconds=1))
+
+    @property
+    def root_reach(self) -> timedelta:
+        """No root row starts later after its trace's start (roots-only scans rely on it): 0 unless traces
+        have a second, later root (``multi_root_rate``, or a test's trace)."""
+        if self.scenario.multi_root_rate > 0:
+            return self.max_duration
+        given = max((roots for _, roots in self._given_reach.values()), default=timedelta(0))
+        return given + timedelta(seconds=1) if given else timedelta(0)

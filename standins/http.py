@@ -90,7 +90,8 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
     #: Fault: "mid" sends the headers and part of the body, then cuts the connection; "before" closes
-    #: the connection without any answer.
+    #: the connection without any answer; "hang" answers nothing and holds the connection until the
+    #: client gives up (its read timeout).
     drop: str | None = None
 
     @classmethod
@@ -102,7 +103,9 @@ class Response:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-class _BadRequest(Exception):
+class BadRequest(Exception):
+    """A request the server refuses before any handler sees it (status and reason)."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
@@ -121,20 +124,25 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
                 break
             size += length
             if size > MAX_BODY:
-                raise _BadRequest(413, "request body too large")
+                raise BadRequest(413, "request body too large")
             chunks.append(await reader.readexactly(length))
             await reader.readuntil(b"\n")
         body = b"".join(chunks)
     else:
         length = int(headers.get("content-length", "0") or "0")
         if length > MAX_BODY:
-            raise _BadRequest(413, "request body too large")
+            raise BadRequest(413, "request body too large")
         body = await reader.readexactly(length) if length else b""
+    return decode_body(headers, body)
+
+
+def decode_body(headers: dict[str, str], body: bytes) -> bytes:
+    """The body as sent before ``Content-Encoding: gzip`` (``headers`` lower-cased)."""
     if headers.get("content-encoding", "").lower() == "gzip" and body:
         try:
-            body = gzip.decompress(body)
+            return gzip.decompress(body)
         except OSError as error:
-            raise _BadRequest(400, f"body is not valid gzip: {error}") from None
+            raise BadRequest(400, f"body is not valid gzip: {error}") from None
     return body
 
 
@@ -205,7 +213,7 @@ class HttpServer:
                 keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
                 try:
                     body = await _read_body(reader, headers)
-                except _BadRequest as error:
+                except BadRequest as error:
                     await self._write(writer, Response.json(error.status, {"message": str(error)}), False)
                     return
                 request = Request(method.upper(), target, headers, body, time.monotonic(), peer_text)
@@ -217,6 +225,9 @@ class HttpServer:
                     response = Response.json(500, {"message": f"stand-in error: {type(error).__name__}: {error}"})
                 if response.drop == "before":
                     writer.transport.abort()
+                    return
+                if response.drop == "hang":
+                    await reader.read()  # until the client closes the connection
                     return
                 if response.drop == "mid":
                     head, data = _encode(response, keep_alive)

@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from standins.settings import refuse_unknown
+
 VERSIONS = ("2.95.12", "3.110.0", "3.120.0", "3.150.0", "4.16.0", "4.60.0")
 DEFAULT_VERSION = {"v4": "4.16.0", "v3": "3.120.0"}
 WRITE_MODES = ("events_only", "dual")
@@ -91,10 +93,7 @@ class ServerProfile:
     async_validation: bool = False
 
     def replace(self, **changes: Any) -> ServerProfile:
-        known = {f.name for f in fields(self)}
-        unknown = set(changes) - known
-        if unknown:
-            raise ValueError(f"unknown profile flags {sorted(unknown)}; known: {sorted(known)}")
+        refuse_unknown(self, changes, "profile flags")
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

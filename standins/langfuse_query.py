@@ -1,5 +1,5 @@
-"""Langfuse's query semantics, as plain functions over JSON rows: shared by the respx fake
-(``tests/support/langfuse_fake.py``) and the HTTP stand-in (:mod:`standins.langfuse_server`).
+"""Langfuse's query semantics, as plain functions over JSON rows: the stand-in's
+(:mod:`standins.langfuse_server`), on loopback or in-process (:mod:`standins.inprocess`).
 
 - v4 observation rows: field groups (absent, not null, when not requested), the simple query parameters,
   the structured ``filter`` (which, as Langfuse does, *replaces* a simple parameter on the same column),
@@ -8,8 +8,8 @@
 - experiments: start/end/item count computed *within the requested window*, newest activity first;
   experiment items and their field groups.
 
-A query this module does not know raises :class:`UnsupportedQuery` (the fake turns it into a test
-failure, the stand-in into a 400 it records).
+A query this module does not know raises :class:`UnsupportedQuery` (the stand-in answers it 400 and
+records it; a test expects none).
 """
 
 from __future__ import annotations
@@ -518,6 +518,11 @@ def observation_metadata(metadata: Any, *, truncate: int | None) -> dict[str, An
     if truncate is not None:
         flat = {k: v[:truncate] for k, v in flat.items()}
     return {k: parse_json_prioritised(v) for k, v in flat.items()}
+
+
+def page_meta(page: int, limit: int, total: int) -> dict[str, int]:
+    """``meta`` of a page/limit list (the legacy endpoints, score configs)."""
+    return {"page": page, "limit": limit, "totalItems": total, "totalPages": -(-total // limit) if total else 0}
 
 
 def iso(value: datetime) -> str:

@@ -13,8 +13,10 @@ flag can be changed with ``overrides``. In short:
   reads answer 404 before authentication and ``/ingestion`` takes only ``score-create``; ``"dual"``: the
   legacy reads are served as on v3. ``POST /scores``: 4.16 takes one object (200 ``{id}``, a list → zod
   400, ``timestamp`` stripped); 4.60 takes a list (202, or 207 with per-batch counts).
-- **3.x / 2.x** (legacy routes ``/traces``, ``/traces/{id}``, ``/datasets/{name}/runs[/{runName}]``,
-  ``/dataset-run-items``): traces visible from their start; ``POST /scores`` one object; the v4 routes
+- **3.x / 2.x** (legacy routes ``/traces``, ``/traces/{id}``, ``/observations``,
+  ``/datasets/{name}/runs[/{runName}]``, ``/dataset-run-items``): traces visible from their start;
+  ``/observations`` pages by offset (``limit`` ≤ 100, ties in ``startTime`` reordered on every page; 3.x
+  answers unmerged duplicates side by side, 2.x its own row shape); ``POST /scores`` one object; the v4 routes
   answer Next.js's HTML 404 (3.150: ``/v2/observations`` → 501 ``NotImplementedError``); dataset runs
   keep ``updatedAt = createdAt``. 3.110 ignores ``filter`` on ``/traces``. 2.95: see the profile table.
 - **Every version:** health, projects, score configs (newest first, names not unique, BOOLEAN
@@ -51,6 +53,7 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import hashlib
 import json
 import re
 import sys
@@ -65,10 +68,18 @@ from standins import langfuse_query as q
 from standins.base import Routed, StandinApp
 from standins.contract import Contract, ContractViolation, get_contract
 from standins.faults import FaultConfig, format_retry_after
-from standins.formats import PROJECT_ID
+from standins.formats import PROJECT_ID, encode_io
 from standins.generate import EPOCH, Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
 from standins.http import Request, Response
-from standins.langfuse_profile import DEFAULT_VERSION, VERSIONS, WRITE_MODES, ServerProfile, generation_of, profile_for
+from standins.langfuse_profile import (
+    DEFAULT_VERSION,
+    VERSIONS,
+    WRITE_MODES,
+    ServerProfile,
+    generation_of,
+    profile_for,
+    version_tuple,
+)
 from standins.score_store import ScoreStore
 
 PUBLIC_KEY = "pk-lf-standin"
@@ -90,12 +101,16 @@ V4_ONLY = {
 }
 V3_ONLY = {
     ("GET", "/api/public/traces"),
+    ("GET", "/api/public/observations"),
     ("GET", "/api/public/traces/{traceId}"),
     ("GET", "/api/public/datasets/{datasetName}/runs"),
     ("GET", "/api/public/dataset-run-items"),
     ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"),
 }
 OTLP = ("POST", "/api/public/otel/v1/traces")
+LEGACY_OBSERVATIONS = ("GET", "/api/public/observations")
+#: ``GET /observations`` (v1): ``publicApiPaginationZod`` caps ``limit`` at 100, as on every legacy list.
+LEGACY_MAX_LIMIT = 100
 V3_SCORES = ("GET", "/api/public/v3/scores")
 HEAVY_READ_MESSAGE = "Query exceeded resource limits. Narrow the time range or reduce the page size."
 EVENTS_ONLY_MESSAGE = (
@@ -128,6 +143,8 @@ class LangfuseOptions:
     version: str | None = None
     public_key: str = PUBLIC_KEY
     secret_key: str = SECRET_KEY
+    #: More (public, secret) key pairs of the project (a project may have several API keys).
+    more_keys: tuple[tuple[str, str], ...] = ()
     scenario: Scenario = field(default_factory=Scenario)
     faults: FaultConfig = field(default_factory=FaultConfig)
     #: Fault: the observation cursor carries only the last row's start time (as a timestamp cursor
@@ -145,6 +162,9 @@ class LangfuseOptions:
     clock: Callable[[], datetime] | None = None
     #: Traces rendered and kept (LRU).
     cache_size: int = 4096
+    #: ``GET /observations`` drops ``toStartTime`` (zod strips a key it does not know), as 2.x releases
+    #: from before that parameter did (they had ``fromStartTime`` only). Thread mode only.
+    observations_without_to_start_time: bool = False
     #: v4 write mode: "events_only" (legacy reads 404) or "dual" (legacy reads served as on v3).
     write_mode: str = "events_only"
     #: v4 (span-end visibility): seconds from a span's end until its row is visible; None: the
@@ -195,13 +215,6 @@ def _parse_io(value: Any) -> Any:
         return value
 
 
-def _raw(value: Any) -> str | None:
-    """A value as the SDK stores it in a span attribute: strings as they are, anything else JSON."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _truncate_metadata(row: dict[str, Any], expand: set[str]) -> dict[str, Any]:
     metadata = row.get("metadata")
     if not isinstance(metadata, dict) or not any(
@@ -225,10 +238,15 @@ def _decode_key(cursor: str) -> tuple[int, str, int]:
 
 
 def _v3_observation(row: dict[str, Any]) -> dict[str, Any]:
-    """A v4 row as the v3 ``ObservationsView`` (input/output as JSON values)."""
+    """A v4 row as the v3 ``ObservationsView`` (input/output as JSON values), with what Langfuse's
+    ``APIObservation`` adds to the file's fields: ``projectId``, ``createdAt``, ``updatedAt`` (which of two
+    unmerged rows is newer) and the token counts kept for backwards compatibility."""
     usage = row.get("usageDetails") or {}
     return {
         "id": row["id"],
+        "projectId": row.get("projectId") or PROJECT_ID,
+        "createdAt": row.get("createdAt") or row["startTime"],
+        "updatedAt": row.get("updatedAt") or row["startTime"],
         "traceId": row["traceId"],
         "type": row["type"],
         "name": row.get("name"),
@@ -265,11 +283,26 @@ def _v3_observation(row: dict[str, Any]) -> dict[str, Any]:
         "calculatedTotalCost": None,
         "latency": row.get("latency"),
         "timeToFirstToken": row.get("timeToFirstToken"),
+        "promptTokens": usage.get("input", 0),
+        "completionTokens": usage.get("output", 0),
+        "totalTokens": usage.get("total", 0),
+        "unit": "TOKENS" if usage else None,
     }
 
 
-def _page_meta(page: int, limit: int, total: int) -> dict[str, int]:
-    return {"page": page, "limit": limit, "totalItems": total, "totalPages": -(-total // limit) if total else 0}
+def _v2_observation(row: dict[str, Any]) -> dict[str, Any]:
+    """A v4 row as Langfuse 2.x's ``observations_view`` row (PostgreSQL): no ``environment``, no
+    ``usageDetails``/``costDetails`` (token counts only as ``promptTokens``/``completionTokens``/…)."""
+    shown = _v3_observation(row)
+    for key in ("environment", "usageDetails", "costDetails"):
+        del shown[key]
+    return shown
+
+
+def _tie_order(page: int, observation_id: str) -> bytes:
+    """Where a row falls among rows of the same ``startTime``: Langfuse orders by ``start_time DESC`` only,
+    so ties come in whatever order the database reads them — a different one for each page's query."""
+    return hashlib.sha256(f"{page}:{observation_id}".encode()).digest()
 
 
 class _Reply(Exception):
@@ -351,6 +384,9 @@ class LangfuseApp(StandinApp):
         #: Scores accepted but dropped by the later config check (``async_validation``).
         self.dropped_scores: list[dict[str, Any]] = []
         self.reject_names: dict[str, str] = {}
+        #: In-process tests: a score the server refuses by a rule of the test's — (status, message), or
+        #: None to go on (``POST /scores`` lists and ``/ingestion`` answer 207 with it, one object the status).
+        self.reject_score: Callable[[Mapping[str, Any]], tuple[int, str] | None] | None = None
         self.rows_served = 0
         self.bytes_served = 0
         self.score_posts = 0
@@ -358,8 +394,8 @@ class LangfuseApp(StandinApp):
         self.otel_requests = 0
         self.otel_summaries: list[dict[str, Any]] = []
         self.ingestion_events: set[str] = set()
-        auth = f"{self.options.public_key}:{self.options.secret_key}".encode()
-        self._auth = "Basic " + base64.b64encode(auth).decode()
+        keys = [(self.options.public_key, self.options.secret_key), *self.options.more_keys]
+        self._auth = {"Basic " + base64.b64encode(f"{public}:{secret}".encode()).decode() for public, secret in keys}
         self._handlers: dict[tuple[str, str], Handler] = {
             ("GET", "/api/public/health"): self._health,
             ("GET", "/api/public/projects"): self._projects,
@@ -376,6 +412,7 @@ class LangfuseApp(StandinApp):
             ("POST", "/api/public/ingestion"): self._ingestion,
             ("GET", "/api/public/traces"): self._traces,
             ("GET", "/api/public/traces/{traceId}"): self._trace,
+            LEGACY_OBSERVATIONS: self._legacy_observations,
             ("GET", "/api/public/datasets/{datasetName}/runs"): self._runs,
             ("GET", "/api/public/dataset-run-items"): self._run_items,
             ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"): self._run,
@@ -416,7 +453,7 @@ class LangfuseApp(StandinApp):
         if key != OTLP and key not in self._handlers:
             self.note_unsupported(f"{label}: the stand-in does not serve this operation")
             return Routed(label, answer=html_404())
-        if request.header("authorization") != self._auth:
+        if request.header("authorization") not in self._auth:
             return Routed(
                 label,
                 answer=self.error_response(
@@ -493,21 +530,24 @@ class LangfuseApp(StandinApp):
         except q.UnsupportedQuery as error:
             self.note_unsupported(f"{routed.label}: {error}")
             status, payload, headers = 400, {"message": f"unsupported by the stand-in: {error}"}, {}
-        if self.options.validate_answers != "none" and key not in self._unchecked():
+        response = self.checked_answer(request.method, routed.template, status, payload, headers)
+        self.bytes_served += len(response.body)
+        return response
+
+    def checked_answer(
+        self, method: str, template: str, status: int, payload: Any, headers: dict[str, str] | None = None
+    ) -> Response:
+        """The answer, checked against the contract (unless this version's answers are not, or checking is
+        off): a violation is recorded and answered 400 with the reason."""
+        if self.options.validate_answers != "none" and (method, template) not in self._unchecked():
             try:
                 self.contract.check_response(
-                    request.method,
-                    routed.template,
-                    status,
-                    self._to_check(payload),
-                    scores_body=self.profile.scores_body,
+                    method, template, status, self._to_check(payload), scores_body=self.profile.scores_body
                 )
             except ContractViolation as error:
                 self.violation(f"answer: {error}")
                 return self.error_response(400, f"stand-in answer violates the contract: {error}")
-        response = Response.json(status, payload, headers)
-        self.bytes_served += len(response.body)
-        return response
+        return Response.json(status, payload, headers)
 
     def _unchecked(self) -> set[tuple[str, str]]:
         """Answers this version sends that the package's models refuse (2.x): measured, not checked."""
@@ -516,7 +556,14 @@ class LangfuseApp(StandinApp):
             out.add(("GET", "/api/public/projects"))
         if not self.profile.dataset_item_media:
             out.add(("GET", "/api/public/dataset-items/{id}"))
+        if self._v2_rows:  # 2.x observation rows lack usageDetails, costDetails, environment
+            out.update({LEGACY_OBSERVATIONS, ("GET", "/api/public/traces/{traceId}")})
         return out
+
+    @property
+    def _v2_rows(self) -> bool:
+        """Observations come from 2.x's PostgreSQL ``observations_view`` (:func:`_v2_observation`)."""
+        return version_tuple(self.profile.version)[0] < 3
 
     def _to_check(self, payload: Any) -> Any:
         """The payload, or in "sample" mode a list answer cut to ``SAMPLE_ROWS`` rows spread over it."""
@@ -574,7 +621,7 @@ class LangfuseApp(StandinApp):
         ordered = sorted(self.configs, key=lambda c: c["id"])
         ordered.sort(key=lambda c: c["createdAt"], reverse=True)
         chunk = ordered[(page - 1) * limit : page * limit]
-        return 200, {"data": chunk, "meta": _page_meta(page, limit, len(self.configs))}
+        return 200, {"data": chunk, "meta": q.page_meta(page, limit, len(self.configs))}
 
     def _get_config(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         config = next((c for c in self.configs if c["id"] == params["configId"]), None)
@@ -601,10 +648,10 @@ class LangfuseApp(StandinApp):
         minimum, maximum = body.get("minValue"), body.get("maxValue")
         if data_type == "NUMERIC" and minimum is not None and maximum is not None and minimum >= maximum:
             raise _Reply(400, "minValue must be less than maxValue")
-        created = body.get("createdAt") or q.iso(datetime.now(UTC))
+        created = body.get("createdAt") or q.iso(self.clock_now())
         self._config_serial += 1
         config = {
-            "id": body.get("id") or f"cfg-{self._config_serial:04d}",
+            "id": body.get("id") or f"cfg-{self._config_serial}",
             "name": name,
             "createdAt": created,
             "updatedAt": created,
@@ -732,9 +779,7 @@ class LangfuseApp(StandinApp):
         row that sorts before it (a trace's rows start within ``MAX_TRACE`` of its start).
         """
         now = self.clock_now()
-        # A later root (multi_root_rate) starts after its trace: roots-only scans then need the reach too.
-        multi_root = self.corpus.scenario.multi_root_rate > 0
-        reach = timedelta(0) if roots_only and not multi_root else self.corpus.max_duration
+        reach = self.corpus.root_reach if roots_only else self.corpus.max_duration
         upper = high
         if after is not None:
             cursor_time = EPOCH + timedelta(microseconds=-after[0])
@@ -771,8 +816,7 @@ class LangfuseApp(StandinApp):
     # --- v4 experiments ----------------------------------------------------------------------
 
     def _visible_items(self) -> list[dict[str, Any]]:
-        now = self.clock_now()
-        return [i for i in self.corpus.experiment_item_rows() if self.corpus.item_visible_at(i) <= now]
+        return self.corpus.visible_experiment_items(self.clock_now())
 
     def _experiments(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
         params = request.query()
@@ -804,11 +848,9 @@ class LangfuseApp(StandinApp):
         and metadata flattened with string leaves."""
         out = dict(row)
         if self.profile.experiment_io_raw:
-            out["input"] = _raw(row.get("input"))
-            out["output"] = _raw(row.get("output"))
-            out["expectedOutput"] = _raw(row["expectedOutput"]) if "expectedOutput" in row else ""
-            if out["expectedOutput"] is None:
-                out["expectedOutput"] = ""
+            out["input"] = encode_io(row.get("input"), raw_strings=True)
+            out["output"] = encode_io(row.get("output"), raw_strings=True)
+            out["expectedOutput"] = encode_io(row.get("expectedOutput"), raw_strings=True) or ""
         if self.profile.flatten_metadata:
             for key in ("metadata", "experimentItemMetadata", "experimentMetadata"):
                 if isinstance(out.get(key), dict):
@@ -817,13 +859,15 @@ class LangfuseApp(StandinApp):
 
     # --- scores ------------------------------------------------------------------------------
 
-    def _check_score(self, score: dict[str, Any]) -> str | None:
+    def _check_score(self, score: dict[str, Any]) -> tuple[int, str] | None:
         """Langfuse's checks of one score at the request (schema, and the config unless
-        ``async_validation``); the rejection message, or None."""
+        ``async_validation``), then a test's :attr:`reject_score`: the refusal (status, message), or None."""
         message = self._schema_check(score)
         if message is None and not self.profile.async_validation:
             message = self._config_check(score)
-        return message
+        if message is not None:
+            return 400, message
+        return self.reject_score(score) if self.reject_score is not None else None
 
     def _schema_check(self, score: dict[str, Any]) -> str | None:
         name = score.get("name")
@@ -915,18 +959,18 @@ class LangfuseApp(StandinApp):
             score = {k: v for k, v in body.items() if k != "timestamp"}
             if not score.get("id"):
                 score["id"] = str(uuid.uuid4())
-            message = self._check_score(score)
-            if message:
-                raise _Reply(400, message)
+            refused = self._check_score(score)
+            if refused:
+                raise _Reply(*refused)
             self._store(score, None, "scores")
             return 200, {"id": score["id"]}
         if not isinstance(body, list):
             raise _zod_type_error("array", _json_kind(body))
         messages = []
         for score in body:
-            message = self._check_score(score)
-            if message:
-                messages.append(message)
+            refused = self._check_score(score)
+            if refused:
+                messages.append(refused[1])
             else:
                 self._store(score, score.get("timestamp"), "scores")
         if messages:
@@ -960,9 +1004,9 @@ class LangfuseApp(StandinApp):
                     successes.append({"id": event_id, "status": 201})
                 continue
             score = dict(event["body"])
-            message = self._check_score(score)
-            if message:
-                errors.append({"id": event_id, "status": 400, "message": message, "error": None})
+            refused = self._check_score(score)
+            if refused:
+                errors.append({"id": event_id, "status": refused[0], "message": refused[1], "error": None})
                 continue
             self.ingestion_events.add(event_id)
             # processScoreEventList: the score's timestamp is the envelope's.
@@ -1144,7 +1188,7 @@ class LangfuseApp(StandinApp):
             if "observations" in fields:
                 trace["observations"] = [r["id"] for r in self.corpus.render(header).visible_rows(now)]
             data.append(trace)
-        return 200, {"data": data, "meta": _page_meta(page, limit, len(matched))}
+        return 200, {"data": data, "meta": q.page_meta(page, limit, len(matched))}
 
     def _trace(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         header = self.corpus.find(params["traceId"])
@@ -1158,9 +1202,45 @@ class LangfuseApp(StandinApp):
         seen: dict[str, dict[str, Any]] = {}
         for row in rendered.visible_rows(now):
             seen.setdefault(row["id"], row)  # v3 answers merged observations: the finished row first
-        trace["observations"] = [_v3_observation(row) for row in seen.values()]
+        shape = _v2_observation if self._v2_rows else _v3_observation
+        trace["observations"] = [shape(row) for row in seen.values()]
         trace["scores"] = []
         return 200, trace
+
+    def _legacy_observations(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        """``GET /observations`` (v1) as 3.x (ClickHouse) and 2.x (PostgreSQL) serve it, the harsher way
+        where they differ: ``limit`` ≤ 100 (zod), ``page`` from 1 with OFFSET paging, ``start_time DESC``
+        only, so rows of one ``startTime`` come in another order on every page (a tie across a page
+        boundary can be served twice or not at all); ``fromStartTime`` ``>=``, ``toStartTime`` ``<``.
+        3.x pages distinct observations (its keys CTE) and then, without ``FINAL``, answers every unmerged
+        row of each: a page can hold more rows than ``limit``, duplicates side by side, and ``totalItems``
+        counts rows, not observations. 2.x: one row per observation, 2.x's row shape, no ``environment``."""
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, LEGACY_MAX_LIMIT)
+        if q.one(params, "filter"):
+            raise q.UnsupportedQuery("filter on GET /observations")
+        if self._v2_rows:
+            params = {k: v for k, v in params.items() if k != "environment"}  # 2.x has no environments
+        if self.options.observations_without_to_start_time:
+            params = {k: v for k, v in params.items() if k != "toStartTime"}
+        low, high = q.parse_time(q.one(params, "fromStartTime")), q.parse_time(q.one(params, "toStartTime"))
+        trace_ids = set(params.get("traceId", ()))
+        versions: dict[str, list[dict[str, Any]]] = {}
+        newest_first: dict[str, int] = {}
+        for key, row in self._rows_desc(low, high, None, False, trace_ids):
+            if q.observation_matches(row, params, []):
+                versions.setdefault(row["id"], []).append(row)
+                newest_first.setdefault(row["id"], key[0])
+        ordered = sorted(versions, key=lambda i: (newest_first[i], _tie_order(page, i)))
+        chosen = ordered[(page - 1) * limit : page * limit]
+        if self._v2_rows:
+            data = [_v2_observation(versions[i][0]) for i in chosen]  # the finished row sorts first
+            total = len(ordered)
+        else:
+            data = [_v3_observation(row) for i in chosen for row in versions[i]]
+            total = sum(len(rows) for rows in versions.values())
+        self.rows_served += len(data)
+        return 200, {"data": data, "meta": q.page_meta(page, limit, total)}
 
     def _runs_of(self, dataset: dict[str, Any]) -> list[dict[str, Any]]:
         items = self._visible_items()
@@ -1184,6 +1264,7 @@ class LangfuseApp(StandinApp):
                     "updatedAt": min(i["startTime"] for i in mine),
                 }
             )
+        runs += [r for r in self.corpus.dataset_runs if r["datasetId"] == dataset["id"]]
         runs.sort(key=lambda r: r["createdAt"], reverse=True)
         return runs
 
@@ -1194,7 +1275,7 @@ class LangfuseApp(StandinApp):
             raise _Reply(404, f"Dataset {params['datasetName']} not found")
         page, limit = _int(query, "page", 1), _int(query, "limit", 50, 100)
         runs = self._runs_of(dataset)
-        return 200, {"data": runs[(page - 1) * limit : page * limit], "meta": _page_meta(page, limit, len(runs))}
+        return 200, {"data": runs[(page - 1) * limit : page * limit], "meta": q.page_meta(page, limit, len(runs))}
 
     def _run_item_rows(self, dataset_id: str | None, run_name: str | None) -> list[dict[str, Any]]:
         rows = []
@@ -1213,6 +1294,8 @@ class LangfuseApp(StandinApp):
                     "updatedAt": item["endTime"] or item["startTime"],
                 }
             )
+        runs = {r["id"] for r in self.corpus.dataset_runs if r["datasetId"] == dataset_id and r["name"] == run_name}
+        rows += [i for i in self.corpus.dataset_run_items if i["datasetRunId"] in runs]
         rows.sort(key=lambda r: r["createdAt"])
         return rows
 
@@ -1220,7 +1303,7 @@ class LangfuseApp(StandinApp):
         query = request.query()
         page, limit = _int(query, "page", 1), _int(query, "limit", 50, 100)
         rows = self._run_item_rows(q.one(query, "datasetId"), q.one(query, "runName"))
-        return 200, {"data": rows[(page - 1) * limit : page * limit], "meta": _page_meta(page, limit, len(rows))}
+        return 200, {"data": rows[(page - 1) * limit : page * limit], "meta": q.page_meta(page, limit, len(rows))}
 
     def _run(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         """``GET /datasets/{name}/runs/{runName}``: the run with all its items (how 2.x serves them)."""
@@ -1343,6 +1426,7 @@ def options_to_argv(options: LangfuseOptions) -> list[str]:
         "--cache-size", str(options.cache_size),
         "--public-key", options.public_key,
         "--secret-key", options.secret_key,
+        "--more-keys-json", json.dumps([list(pair) for pair in options.more_keys]),
     ]  # fmt: skip
     if options.version:
         argv += ["--version", options.version]
@@ -1381,6 +1465,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
     parser.add_argument("--score-configs-json", default="[]", help="score configs present at start, as JSON")
     parser.add_argument("--public-key", default=PUBLIC_KEY)
     parser.add_argument("--secret-key", default=SECRET_KEY)
+    parser.add_argument("--more-keys-json", default="[]", help="more [public, secret] key pairs, as JSON")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--traces", type=int, help="production traces in the backlog")
     parser.add_argument("--live", type=int, help="production traces arriving after start, in real time")
@@ -1417,6 +1502,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
         score_configs=tuple(json.loads(args.score_configs_json)),
         public_key=args.public_key,
         secret_key=args.secret_key,
+        more_keys=tuple((str(public), str(secret)) for public, secret in json.loads(args.more_keys_json)),
         scenario=Scenario.from_dict(scenario),
         faults=FaultConfig.from_dict(faults),
         repeat_boundary_rows=args.repeat_boundary_rows,

@@ -1,6 +1,7 @@
 """The ``trace-scorer`` command line.
 
-Exit codes: 0 finished (even with skipped samples), 1 nothing could be read, 2 configuration error.
+Exit codes: 0 finished (even with skipped samples), 1 nothing could be read, 2 configuration error,
+3 a compared run is significantly worse (``compare``/``backfill`` with fail_on_regression).
 """
 
 from __future__ import annotations
@@ -13,22 +14,31 @@ from contextlib import AsyncExitStack
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trace_scorer import __version__
-from trace_scorer.config import ConfigError, MetricEntry, Settings, TargetSettings, load_settings
-from trace_scorer.config.targets import ALL_SAMPLES
+from trace_scorer.compare.command import ScoredFiles, add_compare_arguments, run_compare
+from trace_scorer.config import ConfigError, Settings, TargetSettings, load_settings
 from trace_scorer.errors import UserError
 from trace_scorer.inputs import load_inputs
 from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
+from trace_scorer.offline import (
+    check_resources,
+    computes_locally,
+    default_jobs,
+    default_target,
+    score_files,
+    score_groups,
+)
+from trace_scorer.offline import group_key as _group_key  # noqa: F401 - its name here since before offline.py
 from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, build_plan
-from trace_scorer.report import print_table, table_console, write_json_lines
+from trace_scorer.report import print_report, table_console
 from trace_scorer.resources import open_resources
 from trace_scorer.sample import Sample
+from trace_scorer.state.commands import run_import, run_migrate
 from trace_scorer.times import parse_timestamp
 from trace_scorer.worker.commands import run_backfill, run_check
 from trace_scorer.worker.service import run_worker
@@ -50,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--config", type=Path, help="settings file (default: ./settings.toml if present)")
     score.add_argument("--target", help="which configured target's metrics to use (default: the only one)")
     score.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+    score.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="processes for a large input whose metrics compute locally (default: all cores)",
+    )
 
     run = commands.add_parser("run", help="the long-running worker: score new traces and dataset runs in Langfuse")
     run.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
@@ -60,8 +77,24 @@ def _parser() -> argparse.ArgumentParser:
     backfill.add_argument("--from", dest="start", required=True, type=_datetime, help="start (ISO date or time, UTC)")
     backfill.add_argument("--to", dest="end", type=_datetime, help="end (default: now)")
 
+    compare = commands.add_parser("compare", help="compare runs: is the candidate better than the baseline?")
+    add_compare_arguments(compare, _datetime)
+
     check = commands.add_parser("check", help="verify configuration, Langfuse reachability and credentials")
     check.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
+
+    state = commands.add_parser("state", help="the worker's state: migrate it, import an SQLite state")
+    state_commands = state.add_subparsers(dest="state_command", required=True)
+    migrate = state_commands.add_parser("migrate", help="bring the configured state to this release's schema")
+    migrate.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
+    state_import = state_commands.add_parser(
+        "import", help="copy an SQLite state into the configured PostgreSQL state ([state] url)"
+    )
+    state_import.add_argument("sqlite_file", type=Path, metavar="SQLITE_FILE", help="the SQLite state to copy")
+    state_import.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
+    state_import.add_argument(
+        "--force", action="store_true", help="replace what the PostgreSQL state holds (default: refuse unless empty)"
+    )
     return parser
 
 
@@ -74,22 +107,14 @@ def _datetime(text: str) -> datetime:
         raise argparse.ArgumentTypeError(message) from None
 
 
-def default_target(samples: Sequence[Sample], registry: MetricRegistry) -> TargetSettings:
-    """Without configuration: every deterministic per-sample metric whose inputs some sample has."""
-    keys = []
-    for cls in registry.classes():
-        if cls.per_group or not cls.deterministic():
-            continue
-        try:
-            cls.Options.model_validate({})
-        except ValidationError:
-            continue  # needs options that only a configuration can give
-        if any(all(getattr(s, f) is not None for f in cls.requires) for s in samples):
-            keys.append(cls.key)
-    metrics = [MetricEntry(metric=k) for k in keys]
-    # model_construct: a configured target must name metrics, but "none of them applies" is a valid
-    # outcome here (the table then lists the samples and says why nothing was scored).
-    return TargetSettings.model_construct(name="default", metrics=metrics)
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
+    return jobs
 
 
 def _choose_target(settings: Settings, name: str | None) -> tuple[int, TargetSettings] | None:
@@ -102,16 +127,6 @@ def _choose_target(settings: Settings, name: str | None) -> tuple[int, TargetSet
         names = ", ".join(t.name for t in settings.targets)
         raise ConfigError(f"several targets are configured ({names}): choose one with --target")
     return 0, settings.targets[0]
-
-
-def _group_key(sample: Sample, field: str) -> str | None:
-    if field == ALL_SAMPLES:
-        return "all"
-    if field.startswith("metadata."):
-        value = sample.metadata.get(field.removeprefix("metadata."))
-    else:
-        value = getattr(sample, field, None)
-    return None if value is None else str(value)
 
 
 async def _score(
@@ -140,15 +155,7 @@ async def _score(
             async for result in pipeline.score_samples(samples, concurrency=REMOTE_CONCURRENCY if remote else 1):
                 results.append(result)
                 progress.advance(task)
-        groups: list[GroupResult] = []
-        if target.group_by:
-            members: dict[str, list[SampleResult]] = {}
-            for result in results:
-                key = _group_key(result.sample, target.group_by)
-                if key is not None:
-                    members.setdefault(key, []).append(result)
-            groups = [await pipeline.score_group(key, group) for key, group in members.items()]
-        return plan, results, groups
+        return plan, results, await score_groups(pipeline, target.group_by, results)
     finally:
         await stack.aclose()
 
@@ -158,7 +165,10 @@ def run_score(args: argparse.Namespace) -> int:
     configure_logging(settings.log.level, settings.log.format)
     registry = default_registry()
     chosen = _choose_target(settings, args.target)
+    if chosen is None or computes_locally(chosen[1], registry):
+        return _score_locally(args, settings, chosen, registry)
 
+    # Judged metrics: one process, REMOTE_CONCURRENCY samples at a time (trace_scorer/offline.py says why).
     try:
         loaded = load_inputs(args.paths, references=chosen[1].references if chosen else None)
     except FileNotFoundError as exc:
@@ -176,15 +186,69 @@ def run_score(args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and len(loaded.samples) >= PROGRESS_FROM
     plan, results, groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress))
 
-    if args.json:
-        write_json_lines(sys.stdout, results, groups)
-    else:
-        columns = plan.sample_score_names() + [k.name for k in plan.sample_kpis]
-        group_columns = plan.sample_score_names() + plan.group_score_names() + [k.name for k in plan.group_kpis]
-        console = table_console()
-        console.print(f"[bold]target {target.name}[/bold]: {len(results)} samples", highlight=False)
-        print_table(console, columns, results, groups, group_columns)
+    print_report(args.json, plan, results, groups)
     return EXIT_OK
+
+
+def _score_locally(
+    args: argparse.Namespace, settings: Settings, chosen: tuple[int, TargetSettings] | None, registry: MetricRegistry
+) -> int:
+    """``score`` for a target computed on this machine: read and scored a part at a time, ``--jobs`` processes."""
+    index, target = chosen if chosen else (0, None)
+    check_resources(settings)
+    try:
+        run = score_files(
+            args.paths,
+            target=target,
+            index=index,
+            registry=registry,
+            references=target.references if target else None,
+            jobs=args.jobs or default_jobs(),
+            render_json=args.json,
+            show_progress=sys.stderr.isatty(),
+            log_level=settings.log.level,
+            log_format=settings.log.format,
+        )
+    except FileNotFoundError as exc:
+        print(f"trace-scorer: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_READ
+    for error in run.errors:
+        print(f"trace-scorer: skipped {error}", file=sys.stderr)
+    if not run.samples:
+        print("trace-scorer: no sample could be read", file=sys.stderr)
+        return EXIT_NOTHING_READ
+    if not run.target.metrics:
+        print("trace-scorer: no deterministic metric has its inputs in these samples", file=sys.stderr)
+    print_report(args.json, run.plan, run.results, run.groups, lines=run.lines)
+    return EXIT_OK
+
+
+def _score_files(settings: Settings, target_name: str | None, paths: Sequence[Path]) -> ScoredFiles:
+    """``score``'s reading and scoring, for ``compare``: the plan used and every sample's results."""
+    chosen = _choose_target(settings, target_name)
+    loaded = load_inputs(paths, references=chosen[1].references if chosen else None)
+    if not loaded.samples:
+        return ScoredFiles(None, [], loaded.errors)
+    index, target = chosen if chosen else (0, default_target(loaded.samples, default_registry()))
+    show_progress = sys.stderr.isatty() and len(loaded.samples) >= PROGRESS_FROM
+    plan, results, _groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress))
+    return ScoredFiles(plan, results, loaded.errors)
+
+
+def _run_state(args: argparse.Namespace) -> int:
+    """``state migrate`` / ``state import``: only ``[state]`` (and logging) of the settings matter."""
+    settings = load_settings(args.config)
+    configure_logging(settings.log.level, settings.log.format)
+    if args.state_command == "migrate":
+        code = run_migrate(settings.state)
+        url = settings.state.postgres_url
+        if url is not None:  # distributed mode's job queue lives beside the state
+            from trace_scorer.distributed.fleet import ensure_queue_schema
+
+            created = ensure_queue_schema(url, settings.state.db_schema)
+            print("job queue: tables created" if created else "job queue: tables present")
+        return code
+    return run_import(settings.state, args.sqlite_file, replace=args.force)
 
 
 def _worker_settings(args: argparse.Namespace) -> Settings:
@@ -195,17 +259,30 @@ def _worker_settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def _run(settings: Settings) -> int:
+    """``run``: the single worker, or — with ``[state] url`` — one replica of a fleet sharing the work."""
+    if settings.state.postgres_url is None:
+        return asyncio.run(run_worker(settings))
+    from trace_scorer.distributed.fleet import start_replica  # loads procrastinate only when used
+
+    return asyncio.run(run_worker(settings, start=start_replica))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "score":
             return run_score(args)
         if args.command == "run":
-            return asyncio.run(run_worker(_worker_settings(args)))
+            return _run(_worker_settings(args))
         if args.command == "backfill":
             return asyncio.run(run_backfill(_worker_settings(args), args.target, args.start, args.end))
+        if args.command == "compare":
+            return run_compare(args, _score_files)
         if args.command == "check":
             return asyncio.run(run_check(_worker_settings(args), table_console()))
+        if args.command == "state":
+            return _run_state(args)
     except UserError as exc:
         print(f"trace-scorer: {exc.heading}{exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -2,6 +2,12 @@
 
 A record that cannot be read is reported with its file and line (or array index) and skipped; the
 rest of the file is still read. Nothing here raises for bad data except a path that does not exist.
+
+Speed (issue 15): JSON is parsed by pydantic-core's parser (jiter) first. For every text it accepts, it gives
+the value the standard library gives, and it refuses NaN/Infinity (asked to), lone surrogates and invalid
+UTF-8, which this module refuses too; what it refuses is read again by the standard library, whose
+messages the reports quote. JSON lines files can be read a range of lines at a time (``line_records``,
+``jsonl_chunks``), which is how ``score --jobs`` spreads a file over processes.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.extract import (
@@ -148,6 +155,62 @@ def _record(path: Path, where: str, text: str) -> Record | ReadError:
     return ReadError(path, where, problem) if problem else Record(path, where, value)
 
 
+def _too_deep(value: Any) -> bool:
+    """Whether containers nest deeper than MAX_DEPTH (strings need no look: jiter refused bad text)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if type(item) is dict else item
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                if depth >= MAX_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _fast_value(raw: bytes) -> tuple[bool, Any]:
+    """``(True, value)`` when jiter reads ``raw`` and the value passes the checks of ``_value_problem``;
+    ``(False, None)`` otherwise (then the standard library's path reads it and says what is wrong)."""
+    try:
+        value = from_json(raw, allow_inf_nan=False)
+    except ValueError:
+        return False, None
+    # Nesting can only pass MAX_DEPTH with more brackets than that: most records need no walk.
+    nested = type(value) is dict or type(value) is list
+    if nested and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _too_deep(value):
+        return False, None
+    return True, value
+
+
+_BOM = "\ufeff".encode()
+
+
+def line_records(path: Path, data: bytes, first_line: int = 1) -> Iterator[Record | ReadError]:
+    """The records of JSON lines ``data``, whose first line is line ``first_line`` of ``path``.
+
+    Blank lines are skipped; a line that cannot be read is a :class:`ReadError` naming it, the next
+    lines are still read. Line 1 may start with a byte-order mark.
+    """
+    for number, line_bytes in enumerate(data.split(b"\n"), start=first_line):
+        content = line_bytes.removeprefix(_BOM) if number == 1 else line_bytes
+        if not content.strip():
+            continue
+        where = f"line {number}"
+        ok, value = _fast_value(content)
+        if ok:
+            yield Record(path, where, value)
+            continue
+        line = content.decode("utf-8", errors="surrogateescape")
+        if not line.strip():
+            continue
+        result = _record(path, where, line)
+        # the column counts the bytes of the line as it is in the file (a byte-order mark too)
+        if isinstance(result, ReadError) and (problem := _utf8_problem(line_bytes)):
+            result = ReadError(path, where, problem)
+        yield result
+
+
 def _utf8_problem(raw: bytes) -> str | None:
     try:
         raw.decode("utf-8")
@@ -168,44 +231,140 @@ def read_records(path: Path) -> Iterator[Record | ReadError]:
     except OSError as exc:
         yield ReadError(path, "file", f"cannot read: {exc.strerror or exc}")
         return
+    yield from line_records(path, raw) if is_json_lines(raw) else document_records(path, raw)
+
+
+#: Characters ``str.lstrip`` strips and ``bytes.lstrip`` does not (the file-separator controls).
+_STR_ONLY_SPACE = frozenset(b"\x1c\x1d\x1e\x1f")
+
+
+def _start(raw: bytes) -> bytes:
+    """The first byte after the byte-order mark and ASCII white space."""
+    return raw.removeprefix(_BOM).lstrip()[:1]
+
+
+def is_json_lines(raw: bytes) -> bool:
+    """Whether a file's bytes are JSON lines, rather than one document: a JSON array, or a pretty-printed
+    object (one whose first line alone is not JSON)."""
+    start = _start(raw)
+    if start == b"[":
+        return False
+    if start == b"{":
+        first_line = raw.split(b"\n", 1)[0].removeprefix(_BOM)
+        if _fast_value(first_line)[0]:
+            return True  # the usual case, settled without decoding the whole file
+    elif not (start and (start[0] >= 0x80 or start[0] in _STR_ONLY_SPACE)):
+        return True
     # Invalid bytes become lone surrogates, so that one bad byte costs one record, not the file.
     text = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
     stripped = text.lstrip()
     if stripped.startswith("["):
-        try:
-            document = _parse(text)
-        except (ValueError, RecursionError) as exc:
-            at = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "file"
-            yield ReadError(path, at, _parse_problem(exc))
-            return
+        return False
+    if not (stripped.startswith("{") and "\n" in text.strip()):
+        return True
+    line = raw.split(b"\n", 1)[0].decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    if not line.strip():
+        return True
+    first = _record(Path(), "line 1", line)
+    return not (isinstance(first, ReadError) and first.reason.startswith("invalid JSON"))
+
+
+def document_records(path: Path, raw: bytes) -> list[Record | ReadError]:
+    """The records of a file that is one document (see :func:`is_json_lines`): an array's items, or the
+    pretty-printed object."""
+    if _start(raw) == b"[":
+        return list(_array_records(path, raw))
+    text = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    if text.lstrip().startswith("["):
+        return list(_array_records(path, raw))
+    whole = _record(path, "line 1", text)
+    if isinstance(whole, ReadError) and whole.reason.startswith("invalid JSON"):
+        whole = _whole_file_error(path, text)
+    return [whole]
+
+
+def _array_records(path: Path, raw: bytes) -> Iterator[Record | ReadError]:
+    ok, document = False, None
+    try:
+        document = from_json(raw.removeprefix(_BOM), allow_inf_nan=False)
+        ok = True
+    except ValueError:
+        pass
+    if ok and type(document) is list:
+        # jiter refused bad text, so only the depth is left to check (the same message as _value_problem's)
         for index, item in enumerate(document):
-            problem = _value_problem(item)
+            deep = (type(item) is dict or type(item) is list) and _too_deep(item)
+            problem = f"nested too deeply (more than {MAX_DEPTH} levels)" if deep else None
             yield ReadError(path, f"item {index}", problem) if problem else Record(path, f"item {index}", item)
         return
-    lines = raw.split(b"\n")
-    for number, line_bytes in enumerate(lines, start=1):
-        line = line_bytes.decode("utf-8", errors="surrogateescape")
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        if not line.strip():
-            continue
-        result = _record(path, f"line {number}", line)
-        if (
-            isinstance(result, ReadError)
-            and number == 1
-            and stripped.startswith("{")
-            and "\n" in text.strip()
-            and result.reason.startswith("invalid JSON")
-        ):
-            # A pretty-printed single object, not JSON lines.
-            whole = _record(path, "line 1", text)
-            if isinstance(whole, ReadError) and whole.reason.startswith("invalid JSON"):
-                whole = _whole_file_error(path, text)
-            yield whole
+    text = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    try:
+        document = _parse(text)
+    except (ValueError, RecursionError) as exc:
+        at = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "file"
+        yield ReadError(path, at, _parse_problem(exc))
+        return
+    for index, item in enumerate(document):
+        problem = _value_problem(item)
+        yield ReadError(path, f"item {index}", problem) if problem else Record(path, f"item {index}", item)
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """A part of an input file that can be read on its own: a range of JSON lines, or the whole file.
+
+    ``data`` holds the part's bytes when the reader has them already; otherwise they are read from the
+    file (a process given only the part reads them itself).
+    """
+
+    path: Path
+    start: int = 0
+    #: End of the byte range; None: the whole file, read by :func:`read_records`.
+    end: int | None = None
+    first_line: int = 1
+    data: bytes | None = None
+
+    @property
+    def size(self) -> int:
+        return 0 if self.end is None else self.end - self.start
+
+    def records(self) -> Iterator[Record | ReadError]:
+        if self.end is None:
+            yield from read_records(self.path)
             return
-        if isinstance(result, ReadError) and (problem := _utf8_problem(line_bytes)):
-            result = ReadError(path, f"line {number}", problem)
-        yield result
+        data = self.data
+        if data is None:
+            try:
+                with self.path.open("rb") as file:
+                    file.seek(self.start)
+                    data = file.read(self.end - self.start)
+            except OSError as exc:
+                yield ReadError(self.path, "file", f"cannot read: {exc.strerror or exc}")
+                return
+        yield from line_records(self.path, data, self.first_line)
+
+
+def split_file(path: Path, part_bytes: int, *, keep_data: bool = False) -> tuple[list[FilePart], int]:
+    """``path`` as parts of about ``part_bytes`` each (whole lines), and its size in bytes.
+
+    A file that is not JSON lines (an array, a pretty-printed object) or cannot be read is one part,
+    read whole. ``keep_data``: the parts carry their bytes (for a reader in this process).
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return [FilePart(path)], 0  # read_records reports it
+    if not is_json_lines(raw):
+        return [FilePart(path)], len(raw)
+    parts: list[FilePart] = []
+    start, line = 0, 1
+    while start < len(raw):
+        newline = raw.find(b"\n", min(start + part_bytes, len(raw)) - 1)
+        end = len(raw) if newline == -1 else newline + 1
+        parts.append(FilePart(path, start, end, line, raw[start:end] if keep_data else None))
+        line += raw.count(b"\n", start, end)
+        start = end
+    return parts, len(raw)
 
 
 def _whole_file_error(path: Path, text: str) -> ReadError:
@@ -223,8 +382,8 @@ def sample_from_record(record: Record) -> Sample | ReadError:
     data = record.data
     if not isinstance(data, Mapping):
         return ReadError(record.path, record.where, f"expected a JSON object, got {type(data).__name__}")
-    data = dict(data)
     if data.get("id") is None:
+        data = dict(data)
         data["id"] = data.get("trace_id") or f"{record.path.name}:{record.where.split()[-1]}"
     try:
         return Sample.model_validate(data)

@@ -76,14 +76,17 @@ class Pipeline:
         self.plan = plan
         self._kpi_names = frozenset(k.name for k in plan.group_kpis)
         self._warned_resources: set[str] = set()
+        #: Each level's metrics split once: computed here, or waiting on a judge or an embedder.
+        self._levels = [
+            ([m for m in level if m.deterministic()], [m for m in level if not m.deterministic()])
+            for level in plan.sample_levels
+        ]
 
     # -- per sample -------------------------------------------------------------------------------
 
     async def score_sample(self, sample: Sample) -> SampleResult:
         outcomes: dict[str, Outcome] = {}
-        for level in self.plan.sample_levels:
-            local = [m for m in level if m.deterministic()]
-            remote = [m for m in level if not m.deterministic()]
+        for local, remote in self._levels:
             for metric in local:  # CPU-bound: no task overhead
                 outcomes.update(await self._run_metric(metric, sample, outcomes))
             if remote:  # judges and embedders wait on the network: let them overlap
@@ -112,7 +115,11 @@ class Pipeline:
 
     async def _run_metric(self, metric: AnyMetric, sample: Sample, known: Mapping[str, Outcome]) -> dict[str, Outcome]:
         outcome: MetricOutput
-        missing_resource = next((need for need in metric.needs if getattr(metric.resources, need) is None), None)
+        missing_resource = (
+            next((need for need in metric.needs if getattr(metric.resources, need) is None), None)
+            if metric.needs
+            else None
+        )
         if missing_resource is not None:
             outcome = Skipped(MISSING_RESOURCE[missing_resource])
             if missing_resource not in self._warned_resources:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from typing import IO, Any
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from trace_scorer.metrics.base import Failed, Score, Skipped
 from trace_scorer.pipeline import GroupResult, SampleResult
+from trace_scorer.plan import TargetPlan
 
 SKIPPED_CELL = "–"
 FAILED_CELL = "failed"
@@ -45,11 +47,28 @@ def group_json(result: GroupResult) -> dict[str, Any]:
     }
 
 
-def write_json_lines(out: IO[str], samples: Sequence[SampleResult], groups: Sequence[GroupResult]) -> None:
-    for result in samples:
-        out.write(json.dumps(sample_json(result), ensure_ascii=False, allow_nan=False) + "\n")
+#: json.dumps(…, ensure_ascii=False, allow_nan=False), built once: json.dumps builds an encoder per call
+#: when given options.
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def sample_json_line(result: SampleResult) -> str:
+    """One sample's JSON line (without the newline)."""
+    return _encode(sample_json(result))
+
+
+def write_json_lines(
+    out: IO[str],
+    samples: Sequence[SampleResult],
+    groups: Sequence[GroupResult],
+    *,
+    lines: Sequence[str] | None = None,
+) -> None:
+    """The samples' JSON lines (``lines``, when written while scoring), then the groups'."""
+    for line in lines if lines is not None else map(sample_json_line, samples):
+        out.write(line + "\n")
     for group in groups:
-        out.write(json.dumps(group_json(group), ensure_ascii=False, allow_nan=False) + "\n")
+        out.write(_encode(group_json(group)) + "\n")
 
 
 def _cell(result: SampleResult | GroupResult, name: str) -> str:
@@ -68,6 +87,26 @@ def _summary_cell(results: Sequence[SampleResult], name: str) -> str:
     text = f"{sum(values) / len(values):.3f}" if values else SKIPPED_CELL
     extras = [f"{skipped} skipped"] * bool(skipped) + [f"{failed} failed"] * bool(failed)
     return f"{text} ({', '.join(extras)})" if extras else text
+
+
+def print_report(
+    as_json: bool,
+    plan: TargetPlan,
+    samples: Sequence[SampleResult],
+    groups: Sequence[GroupResult],
+    *,
+    lines: Sequence[str] | None = None,
+    out: IO[str] | None = None,
+) -> None:
+    """What ``score`` prints on stdout: JSON lines, or the target's table (columns from the plan)."""
+    if as_json:
+        write_json_lines(out or sys.stdout, samples, groups, lines=lines)
+        return
+    columns = plan.sample_score_names() + [k.name for k in plan.sample_kpis]
+    group_columns = plan.sample_score_names() + plan.group_score_names() + [k.name for k in plan.group_kpis]
+    console = table_console()
+    console.print(f"[bold]target {plan.target.name}[/bold]: {len(samples)} samples", highlight=False)
+    print_table(console, columns, samples, groups, group_columns)
 
 
 def table_console() -> Console:

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -156,10 +155,6 @@ class Contract:
                 self.api.validate(element, item, f"{what}: body[{index}]")
             return
         self.api.validate(f"{pointer}/requestBody/content/application~1json/schema", body, f"{what}: body")
-
-    def check_httpx_request(self, request: httpx.Request) -> str:
-        body = json.loads(request.content) if request.content else None
-        return self.check_request(request.method, request.url, body)
 
     # --- answers -----------------------------------------------------------------------------
 

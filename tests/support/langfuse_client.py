@@ -1,4 +1,5 @@
-"""Credentials and settings of a client on the fake Langfuse (:mod:`tests.support.langfuse_fake`)."""
+"""Where the in-process Langfuse (:mod:`tests.support.langfuse_inprocess`) answers, its keys, and a client's
+settings for it."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from tests.support.langfuse_fake import BASE_URL
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse import LangfuseClient
 
+BASE_URL = "https://langfuse.test"
 SECRET = "sk-lf-very-secret-0123456789"
 PUBLIC = "pk-lf-test-public"
 

@@ -1,4 +1,5 @@
-"""Langfuse answers for respx routes, each checked against the contract as it is built.
+"""The data a test gives the in-process Langfuse (:mod:`tests.support.langfuse_inprocess`), and the
+answers it scripts: each payload checked against the contract as it is built.
 
 v4 payloads are accepted by the ``langfuse`` package's models, v3 (legacy) payloads validate against
 ``langfuse-openapi.yml``. Times are ISO strings with ``Z``; pass datetimes or strings.
@@ -11,18 +12,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from standins import langfuse_query as q
 from standins.contract import get_contract
+from standins.formats import PROJECT_ID, encode_io
 
 T0 = datetime(2026, 10, 1, 0, 0, 0, tzinfo=UTC)
-PROJECT_ID = "proj-1"
 B = TypeVar("B")
 
 
 def iso(value: datetime | str | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    """Langfuse's time format (a string or None as it is)."""
+    return value if value is None or isinstance(value, str) else q.iso(value)
 
 
 def at(seconds: float) -> datetime:
@@ -37,7 +37,7 @@ def _check(method: str, template: str, body: B, status: int = 200) -> B:
 
 @dataclass
 class Reply:
-    """One answer of a fake route: status, JSON body, headers."""
+    """An answer a test scripts for a route: status, JSON body, headers."""
 
     status: int = 200
     json: Any = None
@@ -52,20 +52,7 @@ def error(message: str = "boom", status: int = 500, **headers: str) -> Reply:
     return Reply(status, body, dict(headers))
 
 
-# --- start-up ----------------------------------------------------------------------------------
-
-
-def health(version: str = "4.60.0") -> dict[str, Any]:
-    return _check("GET", "/api/public/health", {"version": version, "status": "OK"})
-
-
-def projects(project_id: str = PROJECT_ID, name: str = "demo") -> dict[str, Any]:
-    body = {
-        "data": [
-            {"id": project_id, "name": name, "organization": {"id": "org-1", "name": "acme"}, "metadata": {}}
-        ]
-    }
-    return _check("GET", "/api/public/projects", body)
+# --- score configs ------------------------------------------------------------------------------
 
 
 def score_config(
@@ -253,15 +240,13 @@ def experiment_item(
     input: Any = None,
     output: Any = None,
     expected_output: Any = None,
-    omit_expected_output: bool = False,
     metadata: dict[str, Any] | None = None,
     item_metadata: dict[str, Any] | None = None,
     environment: str = "sdk-experiment",
 ) -> dict[str, Any]:
     """An experiment-items row as real servers send it: ``input``/``output``/``expectedOutput`` raw
     strings (non-strings JSON-encoded), ``expectedOutput`` always present and ``""`` when the runner
-    recorded none (``expected_output=None``). ``omit_expected_output`` drops the key (not seen on real
-    servers; the reader must tolerate it)."""
+    recorded none (``expected_output=None``)."""
     row: dict[str, Any] = {
         "id": root_id,
         "traceId": trace_id,
@@ -274,157 +259,21 @@ def experiment_item(
         "experimentItemId": item_id,
         "experimentDatasetId": dataset_id,
         "experimentItemVersion": iso(T0),
-        "input": _raw(input),
-        "output": _raw(output),
-        "expectedOutput": "" if expected_output is None else _raw(expected_output),
+        "input": encode_io(input, raw_strings=True),
+        "output": encode_io(output, raw_strings=True),
+        "expectedOutput": "" if expected_output is None else encode_io(expected_output, raw_strings=True),
         "metadata": metadata or {},
         "experimentItemMetadata": item_metadata or {},
     }
-    if omit_expected_output:
-        del row["expectedOutput"]
     experiment_items_page([row])
     return row
-
-
-def _raw(value: Any) -> str | None:
-    """A value as the experiment-items endpoint sends it: a raw string (a non-string JSON-encoded)."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value)
 
 
 def experiment_items_page(rows: list[dict[str, Any]], cursor: str | None = None) -> dict[str, Any]:
     return _check("GET", "/api/public/experiment-items", {"data": rows, "meta": {"cursor": cursor}})
 
 
-# --- v4 scores ---------------------------------------------------------------------------------
-
-
-def scores_accepted() -> Reply:
-    return Reply(202, _check("POST", "/api/public/scores", {"message": "Accepted"}, 202))
-
-
-def scores_partial(accepted: int, messages: list[str]) -> Reply:
-    body = {"accepted": accepted, "rejected": len(messages), "errors": [{"message": m} for m in messages]}
-    return Reply(207, _check("POST", "/api/public/scores", body, 207))
-
-
 # --- v3 legacy ---------------------------------------------------------------------------------
-
-
-def _meta(page: int, limit: int, total: int) -> dict[str, int]:
-    return {
-        "page": page,
-        "limit": limit,
-        "totalItems": total,
-        "totalPages": -(-total // limit) if total else 0,
-    }
-
-
-def v3_observation(
-    obs_id: str,
-    trace_id: str,
-    start: datetime | str,
-    *,
-    end: datetime | str | None = None,
-    type: str = "SPAN",
-    name: str | None = None,
-    parent: str | None = None,
-    input: Any = None,
-    output: Any = None,
-    metadata: Any = None,
-    environment: str = "production",
-    model: str | None = None,
-) -> dict[str, Any]:
-    """A v3 ``ObservationsView`` (input/output as JSON values, not strings)."""
-    return {
-        "id": obs_id,
-        "traceId": trace_id,
-        "type": type,
-        "name": name,
-        "startTime": iso(start),
-        "endTime": iso(end),
-        "completionStartTime": None,
-        "model": model,
-        "modelParameters": None,
-        "input": input,
-        "version": None,
-        "metadata": metadata,
-        "output": output,
-        "usage": {"input": 0, "output": 0, "total": 0, "unit": None},
-        "level": "DEFAULT",
-        "statusMessage": None,
-        "parentObservationId": parent,
-        "promptId": None,
-        "usageDetails": {},
-        "costDetails": {},
-        "environment": environment,
-        "promptName": None,
-        "promptVersion": None,
-        "modelId": None,
-        "inputPrice": None,
-        "outputPrice": None,
-        "totalPrice": None,
-        "calculatedInputCost": None,
-        "calculatedOutputCost": None,
-        "calculatedTotalCost": None,
-        "latency": None,
-        "timeToFirstToken": None,
-    }
-
-
-def v3_trace(
-    trace_id: str,
-    timestamp: datetime | str,
-    *,
-    name: str | None = "agent",
-    input: Any = None,
-    output: Any = None,
-    latency: float | None = 1.5,
-    environment: str = "production",
-    tags: list[str] | None = None,
-    metadata: Any = None,
-    user_id: str | None = None,
-    observations: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """A v3 trace; with ``observations`` (list of ObservationsView) it is the ``/traces/{id}`` answer."""
-    trace: dict[str, Any] = {
-        "id": trace_id,
-        "timestamp": iso(timestamp),
-        "name": name,
-        "input": input,
-        "output": output,
-        "sessionId": None,
-        "release": None,
-        "version": None,
-        "userId": user_id,
-        "metadata": metadata,
-        "tags": tags or [],
-        "public": False,
-        "environment": environment,
-        "htmlPath": f"/project/{PROJECT_ID}/traces/{trace_id}",
-        "latency": latency,
-        "totalCost": 0.0,
-    }
-    if observations is not None:
-        trace["observations"] = observations
-        trace["scores"] = []
-        return _check("GET", "/api/public/traces/{traceId}", trace)
-    trace["observations"] = []
-    trace["scores"] = []
-    v3_traces_page([trace])
-    return trace
-
-
-def v3_traces_page(
-    traces: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None
-) -> dict[str, Any]:
-    listed = [
-        {**t, "observations": [o["id"] if isinstance(o, dict) else o for o in t.get("observations") or []]}
-        for t in traces
-    ]
-    body = {"data": listed, "meta": _meta(page, limit, len(traces) if total is None else total)}
-    return _check("GET", "/api/public/traces", body)
 
 
 def v3_dataset_run(
@@ -452,7 +301,7 @@ def v3_dataset_run(
 def v3_dataset_runs_page(
     runs: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None
 ) -> dict[str, Any]:
-    body = {"data": runs, "meta": _meta(page, limit, len(runs) if total is None else total)}
+    body = {"data": runs, "meta": q.page_meta(page, limit, len(runs) if total is None else total)}
     return _check("GET", "/api/public/datasets/{datasetName}/runs", body)
 
 
@@ -481,18 +330,5 @@ def v3_dataset_run_item(
 def v3_dataset_run_items_page(
     rows: list[dict[str, Any]], *, page: int = 1, limit: int = 100, total: int | None = None
 ) -> dict[str, Any]:
-    body = {"data": rows, "meta": _meta(page, limit, len(rows) if total is None else total)}
+    body = {"data": rows, "meta": q.page_meta(page, limit, len(rows) if total is None else total)}
     return _check("GET", "/api/public/dataset-run-items", body)
-
-
-def v3_dataset_run_with_items(run: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
-    body = {**run, "datasetRunItems": items}
-    return _check("GET", "/api/public/datasets/{datasetName}/runs/{runName}", body)
-
-
-def ingestion_response(successes: list[str], errors: list[tuple[str, int, str]] | None = None) -> Reply:
-    body = {
-        "successes": [{"id": event_id, "status": 201} for event_id in successes],
-        "errors": [{"id": e, "status": s, "message": m, "error": None} for e, s, m in errors or []],
-    }
-    return Reply(207, _check("POST", "/api/public/ingestion", body, 207))

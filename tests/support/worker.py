@@ -1,5 +1,6 @@
-"""The worker harness: opens worker contexts (as `trace-scorer run` would) on the contract-checking fake
-Langfuse and ticks targets; realistic agent traces (v4 rows, v3 traces), targets and settings."""
+"""The worker harness: opens worker contexts (as `trace-scorer run` would) on the in-process Langfuse
+stand-in and ticks targets; a realistic agent trace (v4 rows, served by a v3 server as a legacy trace),
+targets and settings."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from pydantic import SecretStr
 
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
-from tests.support.langfuse_client import PUBLIC, SECRET
-from tests.support.langfuse_fake import BASE_URL
+from tests.support.langfuse_client import BASE_URL, PUBLIC, SECRET
 from trace_scorer.config.settings import Settings
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.metrics.base import Failed, Metric, MetricOptions, MetricOutput, Outcome, Score
@@ -24,6 +24,29 @@ from trace_scorer.ops import Ops
 from trace_scorer.sample import Sample
 from trace_scorer.worker.service import Context, open_context
 from trace_scorer.worker.tick import TickReport
+
+#: ``settings.toml`` of the CLI tests: one traces target on the in-process Langfuse, the state in the
+#: working directory (fixture ``cli_workdir``).
+#: The settings of a CLI test without a ``[state]`` section (the SQLite default, or a URL from the environment).
+CLI_SETTINGS_WITHOUT_STATE = f"""
+[log]
+level = "WARNING"
+[langfuse]
+base_url = "{BASE_URL}"
+[http]
+enabled = false
+[[targets]]
+name = "agent"
+max_window = "6h"
+  [targets.references]
+  expected = ["$.trace.metadata.expected_answer"]
+  reference_tool_calls = ["$.trace.metadata.expected_calls"]
+  [[targets.metrics]]
+  metric = "tool_call_accuracy"
+  [[targets.metrics]]
+  metric = "rouge"
+"""
+CLI_SETTINGS = CLI_SETTINGS_WITHOUT_STATE + '[state]\npath = "state.db"\n'
 
 # Production traces carry their references in the trace's metadata (as teams attach golden calls).
 REFERENCES = {
@@ -65,52 +88,38 @@ def agent_trace(
         "expected_answer": f"In {expected_city} it is 18 °C with light rain.",
         "expected_calls": [{"name": "get_weather", "arguments": {"city": expected_city}}],
     }
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(call_args)}}
+
+    def step(key: str, at: float, **fields: Any) -> dict[str, Any]:
+        """A child observation of the root lasting a second, ``at`` seconds after the start."""
+        begin = start + timedelta(seconds=at)
+        end = begin + timedelta(seconds=1)
+        return f.observation(
+            f"{trace_id}-{key}", trace_id, begin, end=end, parent=root_id, environment=environment, **fields
+        )
+
+    root = f.observation(
+        root_id,
+        trace_id,
+        start,
+        end=start + timedelta(seconds=duration) if ended else None,
+        type="AGENT",
+        name=name,
+        trace_name=name,
+        input={"messages": [user]},
+        environment=environment,
+        output={"role": "assistant", "content": answer} if ended else None,
+        metadata=metadata,
+    )
+    generation = {"role": "assistant", "content": None, "tool_calls": [call]}
     return [
-        f.observation(
-            root_id,
-            trace_id,
-            start,
-            end=start + timedelta(seconds=duration) if ended else None,
-            type="AGENT",
-            name=name,
-            trace_name=name,
-            input={"messages": [user]},
-            environment=environment,
-            output={"role": "assistant", "content": answer} if ended else None,
-            metadata=metadata,
-        ),
-        f.observation(
-            f"{trace_id}-gen",
-            trace_id,
-            start + timedelta(seconds=1),
-            end=start + timedelta(seconds=2),
-            type="GENERATION",
-            name="OpenAI-generation",
-            parent=root_id,
-            environment=environment,
-            model="gpt-x",
-            input=[user],
-            output={
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": json.dumps(call_args)},
-                    }
-                ],
-            },
-        ),
-        f.observation(
-            f"{trace_id}-tool",
-            trace_id,
-            start + timedelta(seconds=2),
-            end=start + timedelta(seconds=3),
+        root,
+        step("gen", 1, type="GENERATION", name="OpenAI-generation", model="gpt-x", input=[user], output=generation),
+        step(
+            "tool",
+            2,
             type="TOOL",
             name="get_weather",
-            parent=root_id,
-            environment=environment,
             input=call_args,
             output={"temperature": 18, "condition": "light rain"},
         ),
@@ -144,7 +153,7 @@ def traces_target(**overrides: Any) -> dict[str, Any]:
 
 @dataclass
 class Harness:
-    """Opens worker contexts (as `trace-scorer run` would) on the fake; ticks a target at a given time."""
+    """Opens worker contexts (as `trace-scorer run` would) on the stand-in; ticks a target at a given time."""
 
     settings: Settings
     clock: FakeClock
@@ -169,47 +178,3 @@ class Harness:
 
 
 MakeHarness = Callable[..., Awaitable[Harness]]
-
-
-def v3_agent_trace(trace_id: str, start: datetime, city: str) -> dict[str, Any]:
-    """The same agent run as `agent_trace`, in the v3 shape (a trace with its observations)."""
-    user = {"role": "user", "content": f"What's the weather in {city}?"}
-    return f.v3_trace(
-        trace_id,
-        start,
-        name="weather-agent",
-        input={"messages": [user]},
-        output={"role": "assistant", "content": f"It is 18 °C in {city} with light rain."},
-        observations=[
-            f.v3_observation(
-                f"{trace_id}-gen",
-                trace_id,
-                start + timedelta(seconds=1),
-                end=start + timedelta(seconds=2),
-                type="GENERATION",
-                name="OpenAI-generation",
-                input=[user],
-                output={
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "call_1",
-                            "type": "function",
-                            "function": {"name": "get_weather", "arguments": f'{{"city": "{city}"}}'},
-                        }
-                    ],
-                },
-            ),
-            f.v3_observation(
-                f"{trace_id}-tool",
-                trace_id,
-                start + timedelta(seconds=2),
-                end=start + timedelta(seconds=3),
-                type="TOOL",
-                name="get_weather",
-                input={"city": city},
-                output={"temperature": 18},
-            ),
-        ],
-    )

@@ -23,8 +23,9 @@ from trace_scorer.config.http import HttpSettings
 from trace_scorer.config.judge import JudgeSettings, ProviderSettings
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.config.logging import LogSettings
+from trace_scorer.config.state import StateSettings, refuse_password_in_file
 from trace_scorer.config.targets import TargetSettings
-from trace_scorer.config.worker import StateSettings, WorkerSettings
+from trace_scorer.config.worker import WorkerSettings
 from trace_scorer.kpi.formulas import FORMULAS
 
 DEFAULT_CONFIG_FILE = Path("settings.toml")
@@ -168,6 +169,7 @@ def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = 
         if isinstance(data.get(section), dict) and key in data[section]:
             raise ConfigError(f"{source}: {section}.{key}: secrets are read from the environment only ({variable})")
     _refuse_secret_headers(data, source)
+    refuse_password_in_file(data, source)
     _apply_langfuse_env(data, environ)
     saved = os.environ.copy() if environ is not os.environ else None
     try:

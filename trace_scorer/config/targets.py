@@ -159,6 +159,13 @@ class TargetSettings(StrictModel):
     #: Which runs are one group for run-level metrics and KPIs: "each" run alone, or all selected runs
     #: of a "dataset" together (pass@k across runs); group results are posted on every run of the group.
     run_groups: Literal["each", "dataset"] = "each"
+    #: Compare each run, once its run-level scores are posted, with this run of the dataset: "previous"
+    #: (the newest run started before it), a run name, or "re:PATTERN" (the newest matching run before it);
+    #: posts ``delta_<name>`` scores on the run (docs/compare.md).
+    compare_to: str | None = None
+    #: ``backfill`` (and ``compare`` with this target) exit 3 when a score is significantly worse than
+    #: in the baseline run: a CI gate after a benchmark run.
+    fail_on_regression: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> TargetSettings:
@@ -173,7 +180,25 @@ class TargetSettings(StrictModel):
                 SafePattern(self.run_name_pattern)
             except ValueError as exc:
                 raise ValueError(f"run_name_pattern: {exc}") from None
+        self._check_comparison()
         return self
+
+    def _check_comparison(self) -> None:
+        """``compare_to``: dataset runs only, a usable pattern, and room for ``delta_`` in every score name."""
+        if self.compare_to is None:
+            if self.fail_on_regression and self.source == "dataset_runs":
+                raise ValueError("fail_on_regression: needs compare_to (the run to compare each run with)")
+            return
+        if self.source != "dataset_runs":
+            raise ValueError("compare_to applies to source = 'dataset_runs' only (offline: compare --baseline)")
+        if self.compare_to.startswith("re:"):
+            try:
+                SafePattern(self.compare_to.removeprefix("re:"))
+            except ValueError as exc:
+                raise ValueError(f"compare_to: {exc}") from None
+        for name in [m.score_name for m in self.metrics] + [k.name for k in self.kpis]:
+            if len(name) > 35 - len("delta_"):
+                raise ValueError(f"compare_to: score name {name!r} is too long for its delta_{name} score (35 at most)")
 
     @property
     def effective_lookback(self) -> float:

@@ -1,10 +1,13 @@
-"""``[worker]`` and ``[state]``: how the long-running worker paces itself, and where it remembers."""
+"""``[worker]``: how the long-running worker paces itself (``[state]``, where it remembers: config/state.py)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
 from trace_scorer.config.common import Duration, StrictModel
+from trace_scorer.config.state import StateSettings
+
+__all__ = ["StateSettings", "WorkerSettings"]  # StateSettings: where callers imported it from before
 
 
 class WorkerSettings(StrictModel):
@@ -14,8 +17,9 @@ class WorkerSettings(StrictModel):
     batch_size: int = Field(default=200, ge=1, le=10_000)
     #: On SIGTERM/SIGINT the batch in hand is finished within this time, then the worker exits.
     shutdown_grace: Duration = 30.0
-
-
-class StateSettings(StrictModel):
-    #: The SQLite file with watermarks and the scoring ledger (put it on a persistent volume).
-    path: str = "trace-scorer.db"
+    #: Distributed mode (a PostgreSQL state): jobs (batches, plans) this replica runs at once; each batch
+    #: scores ``concurrency`` traces at once.
+    jobs: int = Field(default=2, ge=1, le=64)
+    #: Distributed mode: a replica silent (no heartbeat) this long is taken for dead and its jobs go back to
+    #: the queue. Heartbeats are sent every third of it.
+    stalled_after: Duration = Field(default=30.0, ge=3.0)

@@ -37,6 +37,8 @@ SCORES_CREATE = Endpoint("POST", "/api/public/scores")
 
 TRACES_LIST = Endpoint("GET", "/api/public/traces", legacy=True)
 TRACE_GET = Endpoint("GET", "/api/public/traces/{traceId}", legacy=True)
+#: Observations by time window, page/limit (v1): the bulk read of trace bodies on legacy servers.
+OBSERVATIONS_V1 = Endpoint("GET", "/api/public/observations", legacy=True)
 DATASET_RUNS = Endpoint("GET", "/api/public/datasets/{datasetName}/runs", legacy=True)
 DATASET_RUN_ITEMS = Endpoint("GET", "/api/public/dataset-run-items", legacy=True)
 #: One run with all its items (``datasetRunItems``): how 2.x serves a run's items (no ``/dataset-run-items``).
@@ -48,7 +50,7 @@ COMMON = (HEALTH, PROJECTS, SCORE_CONFIGS_LIST, SCORE_CONFIGS_CREATE, DATASET_GE
 #: Used only against v4 servers (also probed at start-up on any server).
 V4_ONLY = (OBSERVATIONS_V2, EXPERIMENTS, EXPERIMENT_ITEMS, SCORES_CREATE)
 #: Used only against v3 servers.
-V3_ONLY = (TRACES_LIST, TRACE_GET, DATASET_RUNS, DATASET_RUN_ITEMS, INGESTION)
+V3_ONLY = (TRACES_LIST, TRACE_GET, OBSERVATIONS_V1, DATASET_RUNS, DATASET_RUN_ITEMS, INGESTION)
 #: Used only against 2.x servers (instead of ``DATASET_RUN_ITEMS``).
 V2_ONLY = (DATASET_RUN,)
 ALL = COMMON + V4_ONLY + V3_ONLY + V2_ONLY

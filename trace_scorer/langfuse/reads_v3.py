@@ -1,19 +1,33 @@
-"""Reads from a self-hosted Langfuse v3 server: the legacy traces and dataset-run endpoints.
+"""Reads from a self-hosted Langfuse v3 (or 2.x) server: the legacy traces, observations and dataset-run
+endpoints.
 
 The ``langfuse`` 5.x package no longer has these endpoints, so they are plain httpx calls (same auth,
 same retries). Everything comes out as the v4 reader's objects: traces become v4-shaped rows (a root
 row ``t-<traceId>`` as Langfuse v4 makes of a legacy trace, then the observations), dataset runs become
 :class:`Experiment`\\ s and their items :class:`ExperimentItem`\\ s joined to the dataset items.
+
+**Bulk reads of trace bodies.** ``GET /traces`` lists each trace with the ids of its observations; the
+reader keeps them. A batch of listed traces is then read with ``GET /observations`` over the batch's
+span (earliest trace start to latest trace end, no slack: 100 rows a page, offset paging, newest first)
+by the shared window scan (:class:`TraceScanner`: grouped by trace, de-duplicated, memory-bounded, the
+per-trace row cap), instead of one ``GET /traces/{id}`` per trace. Offset paging is not a snapshot
+(``startTime`` ties reorder between pages, rows arrive meanwhile) and a trace's observations may start
+before its timestamp or after its end: so a trace is handed on from the scan only when every
+observation the listing named was found, and read on its own otherwise. The result is what the
+per-trace read gives for the same data (``tests/integration/langfuse/test_reads_v3_bulk.py``).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+import structlog
 from langfuse.api import AsyncLangfuseAPI
 
 from trace_scorer.config.langfuse import LangfuseSettings
@@ -22,19 +36,31 @@ from trace_scorer.langfuse.endpoints import (
     DATASET_RUN,
     DATASET_RUN_ITEMS,
     DATASET_RUNS,
+    OBSERVATIONS_V1,
     TRACE_GET,
     TRACES_LIST,
     Endpoint,
 )
 from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v3_traces_query
-from trace_scorer.langfuse.rows import sort_rows, trace_root_from_row, v3_trace_root_row, v3_trace_rows
+from trace_scorer.langfuse.ids import format_timestamp
+from trace_scorer.langfuse.rows import (
+    dedupe,
+    row_start,
+    sort_rows,
+    trace_root_from_row,
+    v3_observation_row,
+    v3_trace_root_row,
+    v3_trace_rows,
+)
 from trace_scorer.langfuse.server import ServerCapabilities
+from trace_scorer.langfuse.trace_scan import OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
     Experiment,
     ExperimentItem,
+    Row,
     TimeWindow,
     TraceFilter,
     TraceRoot,
@@ -42,11 +68,17 @@ from trace_scorer.langfuse.types import (
 )
 from trace_scorer.times import parse_timestamp
 
-#: Page size of the legacy list endpoints (Langfuse documents no maximum; 100 keeps pages light).
+log = structlog.get_logger(__name__)
+
+#: Page size of the legacy list endpoints: their ``limit`` is at most 100 (``publicApiPaginationZod``).
 LEGACY_MAX_LIMIT = 100
-#: ``metrics`` gives ``latency``, from which the root's end time is derived.
-TRACE_LIST_FIELDS = "core,io,metrics"
+#: ``metrics`` gives ``latency``, from which the root's end time is derived; ``observations`` the ids of
+#: the trace's observations, by which a bulk read knows it found all of them.
+TRACE_LIST_FIELDS = "core,io,observations,metrics"
 TRACE_GET_FIELDS = "core,io,observations,metrics"
+#: Listed traces whose observation ids are kept for the bulk read (the least recently listed go first;
+#: a trace no longer kept is read on its own).
+LISTED_TRACES_KEPT = 100_000
 #: A server of unknown version (the default until the client knows better).
 UNKNOWN_SERVER = ServerCapabilities(None)
 
@@ -69,8 +101,15 @@ class V3Reader:
         self.capabilities = capabilities
         self._transport = transport
         self._api = api
+        self._settings = settings
         self._limit = min(settings.page_size, LEGACY_MAX_LIMIT)
         self._items = items
+        #: Observation ids of listed traces, by trace id (bounded: :data:`LISTED_TRACES_KEPT`).
+        self._listed: OrderedDict[str, frozenset[str]] = OrderedDict()
+        #: False once the server showed it ignores ``toStartTime`` (an old 2.x): trace bodies one by one.
+        self._bulk_reads = True
+        #: Traces of bulk reads that were read on their own after all (tests, logs).
+        self.bulk_fallbacks = 0
         self._datasets = DatasetsByName(transport, api)
         #: Dataset names by id, as listed (2.x reads a run's items under its dataset's name).
         self._dataset_names: dict[str, str] = {}
@@ -78,9 +117,13 @@ class V3Reader:
         self._run_items: dict[str, list[Mapping[str, Any]]] = {}
 
     async def _pages(
-        self, endpoint: Endpoint, path: str, params: Mapping[str, QueryValue]
+        self, endpoint: Endpoint, path: str, params: Mapping[str, QueryValue], *, distinct_rows: bool = False
     ) -> AsyncGenerator[list[Mapping[str, Any]], None]:
-        """Page through a page/limit endpoint until ``meta.totalPages`` (or an empty page)."""
+        """Page through a page/limit endpoint until ``meta.totalPages`` (or an empty page).
+
+        ``distinct_rows``: a page with fewer distinct ids than the limit is the last too. (3.x pages
+        ``/observations`` by observation but may answer each with its unmerged rows, and counts rows in
+        ``totalItems``, so ``totalPages`` overshoots.)"""
         page = 1
         while True:
             answer = await self._transport.plain(endpoint, path, params={**params, "page": page, "limit": self._limit})
@@ -91,6 +134,8 @@ class V3Reader:
             yield data
             total_pages = (body.get("meta") or {}).get("totalPages")
             if not data or not isinstance(total_pages, int) or page >= total_pages:
+                return
+            if distinct_rows and len({row.get("id") for row in data}) < self._limit:
                 return
             page += 1
 
@@ -112,10 +157,22 @@ class V3Reader:
                 seen.add(trace_id)
                 root = trace_root_from_row(v3_trace_root_row(trace))
                 if root_matches(root, trace_filter):  # older servers ignore some conditions
+                    self._remember(trace_id, trace.get("observations"))
                     yield root
 
+    def _remember(self, trace_id: str, observation_ids: Any) -> None:
+        """Keep the observation ids a listing gave for a trace (the bulk read checks its finds by them)."""
+        if not isinstance(observation_ids, list) or not all(isinstance(i, str) for i in observation_ids):
+            return
+        self._listed[trace_id] = frozenset(observation_ids)
+        self._listed.move_to_end(trace_id)
+        while len(self._listed) > LISTED_TRACES_KEPT:
+            self._listed.popitem(last=False)
+
     async def fetch_trace(self, trace_id: str) -> TraceRows:
-        """``/traces/{id}`` with its observations, as v4 rows; a missing trace has no rows."""
+        """``/traces/{id}`` with its observations, as v4 rows; a missing trace has no rows. A trace with
+        more observations than ``max_rows_per_trace`` is an :class:`OversizedTrace` (it came whole in one
+        answer, but is not handed on)."""
         try:
             answer = await self._transport.plain(
                 TRACE_GET,
@@ -124,12 +181,84 @@ class V3Reader:
             )
         except LangfuseNotFoundError:
             return TraceRows(trace_id, [])
-        return TraceRows(trace_id, sort_rows(v3_trace_rows(answer.body)))
+        root, *observations = v3_trace_rows(answer.body)
+        observations = dedupe(observations)
+        limit = self._settings.max_rows_per_trace
+        if over_cap(len(observations), limit):
+            return OversizedTrace(trace_id, [], rows_read=len(observations), limit=limit)
+        return TraceRows(trace_id, sort_rows([root, *observations]))
 
     async def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
-        """One request per trace: the v3 list endpoint does not return observation bodies."""
-        for trace_id in dict.fromkeys(r.trace_id for r in roots):
-            yield await self.fetch_trace(trace_id)
+        """Each trace's rows: listed traces (more than ``per_trace_fetch_max`` of them) with one bulk read
+        of their span (see the module docstring), the others with one request each."""
+        unique = list({r.trace_id: r for r in roots}.values())
+        bulk = [r for r in unique if r.trace_id in self._listed and r.row.get("id") == f"t-{r.trace_id}"]
+        if not self._bulk_reads or len(bulk) <= self._settings.per_trace_fetch_max:
+            bulk = []
+        async for trace in self._bulk_read(bulk):
+            yield trace
+        chosen = {r.trace_id for r in bulk}
+        for root in unique:
+            if root.trace_id not in chosen:
+                yield await self.fetch_trace(root.trace_id)
+
+    async def _bulk_read(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
+        """Listed traces from one scan of ``GET /observations``; a trace the scan did not find whole (an
+        observation the listing named is missing) is read on its own."""
+        limit = self._settings.max_rows_per_trace
+        listed = {r.trace_id: self._listed[r.trace_id] for r in roots}
+        scan = []
+        for root in roots:
+            if over_cap(len(listed[root.trace_id]), limit):  # the listing says so: nothing to read
+                yield OversizedTrace(root.trace_id, [], rows_read=len(listed[root.trace_id]), limit=limit)
+            else:
+                scan.append(root)
+        if not scan:
+            return
+        by_id = {r.trace_id: r for r in scan}
+        whole: set[str] = set()  # read on their own by the scan itself (a window split down to one trace)
+
+        async def fetch_one(root: TraceRoot) -> TraceRows:
+            whole.add(root.trace_id)
+            return await self.fetch_trace(root.trace_id)
+
+        scanner = _SpanScanner(
+            pages=self._window_pages,
+            fetch_one=fetch_one,
+            max_rows=self._settings.max_rows_in_memory,
+            slack=timedelta(0),
+            max_rows_per_trace=limit,
+            now=lambda: datetime.now(UTC),
+        )
+        handed: set[str] = set()
+        try:
+            async for trace in scanner.scan(scan):
+                handed.add(trace.trace_id)
+                if isinstance(trace, OversizedTrace) or trace.trace_id in whole:
+                    yield trace
+                elif listed[trace.trace_id] <= {row["id"] for row in trace.rows}:
+                    yield TraceRows(trace.trace_id, sort_rows([by_id[trace.trace_id].row, *trace.rows]))
+                else:
+                    self.bulk_fallbacks += 1
+                    yield await self.fetch_trace(trace.trace_id)
+        except _WindowIgnored as ignored:
+            self._bulk_reads = False
+            log.warning("langfuse.bulk_reads_off", endpoint=OBSERVATIONS_V1.label, reason=str(ignored))
+            for root in scan:
+                if root.trace_id not in handed:
+                    yield await self.fetch_trace(root.trace_id)
+
+    async def _window_pages(self, window: TimeWindow) -> AsyncGenerator[list[Row], None]:
+        """Every observation starting in ``window``, newest first, as v4 rows, a page at a time."""
+        params = {"fromStartTime": format_timestamp(window.start), "toStartTime": format_timestamp(window.end)}
+        first = True
+        async with aclosing(self._pages(OBSERVATIONS_V1, OBSERVATIONS_V1.path, params, distinct_rows=True)) as pages:
+            async for page in pages:
+                rows = [v3_observation_row(o) for o in page if isinstance(o, Mapping)]
+                if first and any(row_start(r) >= window.end for r in rows):
+                    raise _WindowIgnored(f"rows starting after toStartTime={params['toStartTime']} came back")
+                first = False
+                yield rows
 
     # --- datasets and runs -------------------------------------------------------------------
 
@@ -259,6 +388,22 @@ class V3Reader:
                 metadata={},
                 item_metadata=_mapping(item.get("metadata")) if item is not None else {},
             )
+
+
+class _WindowIgnored(Exception):
+    """The server answered ``GET /observations`` without applying ``toStartTime`` (older 2.x)."""
+
+
+class _SpanScanner(TraceScanner):
+    """The window scan over exactly the traces' span: earliest start to latest known end (an unfinished
+    trace counts from its start), to the millisecond. No slack and no "now": whatever lies outside is
+    caught by the listed ids (:meth:`V3Reader._bulk_read`), and one request for such a trace costs less
+    than reading minutes more of everyone's observations."""
+
+    def window_for(self, roots: Sequence[TraceRoot]) -> TimeWindow:
+        start = min(r.start_time for r in roots)
+        end = max(max(r.end_time or r.start_time, r.start_time) for r in roots)
+        return TimeWindow(start, end + timedelta(milliseconds=1))  # toStartTime is exclusive
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

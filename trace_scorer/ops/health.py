@@ -10,7 +10,8 @@ fails the same way if its first tick never comes. A loop that is blocked outrigh
 probe at all, which fails it too.
 
 **Readiness** (``/readyz``): configuration loaded, Langfuse reachable with valid credentials at the last
-check (the worker reports every check's outcome), and not shutting down. Not ready until the first
+check (the worker reports every check's outcome), the fleet's database answering (distributed mode), and
+not shutting down. Not ready until the first
 check succeeded. Readiness never restarts anything; in Kubernetes it only takes the pod out of a
 Service's endpoints — which is why the sidecar example does **not** put a readiness probe on the
 trace-scorer container (a Langfuse outage must not take the agent it sits next to out of service).
@@ -75,6 +76,9 @@ class Health:
         self._langfuse_ok: bool | None = None
         self._langfuse_reason = "Langfuse not checked yet"
         self._langfuse_checked: float | None = None
+        #: The shared database of a fleet (None: the worker has none — SQLite state).
+        self._database_ok: bool | None = None
+        self._database_reason = ""
         self._started = clock()
 
     # -- what the worker reports -----------------------------------------------------------------------
@@ -114,6 +118,18 @@ class Health:
             self._langfuse_ok = False
             self._langfuse_reason = text
             self._langfuse_checked = self._clock()
+
+    def database_ok(self, detail: str = "database reachable") -> None:
+        with self._lock:
+            self._database_ok = True
+            self._database_reason = detail
+
+    def database_failed(self, reason: str) -> None:
+        """The fleet's PostgreSQL (state and queue) did not answer: not ready until it does."""
+        text = redact_text(reason.strip() or "database check failed")[:MAX_REASON_CHARS]
+        with self._lock:
+            self._database_ok = False
+            self._database_reason = text
 
     def target_stopped(self, target: str, reason: str) -> None:
         """``target`` cannot work against this server (e.g. a request the server refuses as a whole):
@@ -160,6 +176,8 @@ class Health:
                 "langfuse": {"ok": self._langfuse_ok, "reason": self._langfuse_reason, "checked_seconds_ago": checked},
                 "stopped_targets": dict(self._stopped),
             }
+            if self._database_ok is not None:
+                details["database"] = {"ok": self._database_ok, "reason": self._database_reason}
             if self._shutting_down:
                 return Probe(False, "shutting down", details)
             if not self._config_loaded:
@@ -169,6 +187,8 @@ class Health:
                 return Probe(False, stopped, details)
             if self._langfuse_ok is not True:
                 return Probe(False, f"Langfuse: {self._langfuse_reason}", details)
+            if self._database_ok is False:
+                return Probe(False, f"database: {self._database_reason}", details)
         return Probe(True, "ready", details)
 
     @property

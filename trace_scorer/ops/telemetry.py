@@ -185,6 +185,11 @@ class Telemetry:
                                 "Start time (Unix seconds) of the newest trace scored for the target.",
                                 ["target"], registry=r)
         r.register(_LagCollector(self._newest_snapshot, clock))
+        self._queue_series: set[tuple[str, str, str]] = set()
+        self._queue_jobs = Gauge(f"{p}_queue_jobs",
+                                 "Distributed mode: the fleet's jobs in the queue by target, kind (plan, batch) and "
+                                 "state (todo, doing, failed); the same on every replica.",
+                                 ["target", "kind", "state"], registry=r)
 
         # -- ticks ----------------------------------------------------------------------------------
         self._ticks = Counter(f"{p}_ticks_total", "Scheduler ticks, by outcome (ok, error).",
@@ -282,6 +287,14 @@ class Telemetry:
                 self._backlog.remove(t)
         else:
             self._backlog.labels(t).set(size)
+
+    def queue_jobs(self, counts: dict[tuple[str, str, str], int]) -> None:
+        """The fleet's queue by (target, kind, state): every series set, those gone reset to 0."""
+        seen = {labels: 0 for labels in self._queue_series}
+        seen.update(counts)
+        for (target, kind, state), count in seen.items():
+            self._queue_jobs.labels(self._label("target", target), kind, state).set(count)
+        self._queue_series = set(seen)
 
     # -- ticks ------------------------------------------------------------------------------------------
 

@@ -12,12 +12,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from trace_scorer.compare.analysis import Comparison
+from trace_scorer.compare.worker import backfill_verdict, compare_backfilled
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import LangfuseClient, LangfuseError, LangfuseNotFoundError, TimeWindow
 from trace_scorer.ops import Ops
 from trace_scorer.plan import build_plan
 from trace_scorer.resources import open_resources
+from trace_scorer.state import check_state
 from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.service import open_context, utc_now
@@ -49,6 +52,7 @@ async def run_backfill(settings: Settings, target_name: str, start: datetime, en
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     total = TickReport(target.name)
+    comparisons: list[Comparison] = []
     async with AsyncExitStack() as stack:
         context = await open_context(settings, stack, ops=ops)
         source = context.sources[target.name]
@@ -70,13 +74,18 @@ async def run_backfill(settings: Settings, target_name: str, start: datetime, en
                     progress.advance(task)
         elif isinstance(source, DatasetRunSource):
             total = await source.tick(now, stop, since=start)
+            if target.compare_to and not stop.is_set():  # docs/compare.md: the runs just scored vs their baselines
+                plan, datasets = context.plans[target.name], await source.datasets()
+                comparisons = await compare_backfilled(
+                    target, plan, context.client, context.state, datasets, start, source.selected
+                )
     print(
         f"backfill {target.name} {start.isoformat()} → {end.isoformat()}: {total.seen} seen, {total.scored} scored, "
         f"{total.deferred} not finished yet, {sum(total.skipped.values())} skipped, {total.failed} failed, "
         f"{total.scores_posted} scores posted, {total.scores_rejected} rejected"
         + (" (interrupted)" if stop.is_set() else "")
     )
-    return 0
+    return backfill_verdict(target, comparisons, Console()) if target.compare_to else 0
 
 
 async def target_problems(
@@ -115,7 +124,9 @@ async def target_problems(
 
 async def run_check(settings: Settings, console: Console) -> int:
     """Validate everything the worker would, connect, try each target's reads, and print what was found.
-    Creates and posts nothing. Exit 1 when a target cannot work on this server."""
+    Creates and posts nothing (the state's migration and a write are tried and rolled back). Exit 1 when
+    the state cannot be used or a target cannot work on this server."""
+    state = check_state(settings.state)
     async with AsyncExitStack() as resources_stack:
         resources = open_resources(settings, resources_stack, tracing_default=False)
         plans = [build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)]
@@ -132,6 +143,8 @@ async def run_check(settings: Settings, console: Console) -> int:
     )
     providers = ", ".join(f"{p.name} ({len(p.chat_models)} chat models)" for p in settings.providers) or "none"
     console.print(f"[bold]Judge providers[/bold]: {providers}", highlight=False)
+    verdict = "" if state.ok else "[red]cannot be used[/red]: "
+    console.print(f"[bold]State[/bold] {state.description}: {verdict}{state.detail}", highlight=False)
     table = Table(title="targets", title_justify="left")
     for column in ("target", "source", "score", "score config", "config hash"):
         table.add_column(column)
@@ -149,4 +162,4 @@ async def run_check(settings: Settings, console: Console) -> int:
         console.print(f"target {target.name} ({target.source}): {verdict}", highlight=False)
         for problem in problems[target.name]:
             console.print(f"  - {problem}", highlight=False)
-    return 1 if failing else 0
+    return 1 if failing or not state.ok else 0

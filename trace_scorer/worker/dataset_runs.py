@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from trace_scorer.compare.worker import comparison_scores
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
@@ -260,6 +261,9 @@ class DatasetRunSource(SourceBase):
             posts += scores_to_post(
                 self.scorer.plan, group.outcomes, ScoreSubject.run(experiment.id), runs[experiment.id].first_seen
             )
+        # compare_to: each run against its baseline, as delta_<name> scores in the same post (docs/compare.md)
+        plan, datasets = self.scorer.plan, await self.datasets()
+        posts += await comparison_scores(self.target, plan, self.client, self.state, datasets, members, runs)
         accepted = rejected = 0
         if posts:
             delivery = await self.client.post_scores(posts)

@@ -32,11 +32,12 @@ from trace_scorer.langfuse import (
     LangfuseContractError,
     LangfuseError,
 )
+from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.pipeline import Pipeline
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.resources import open_resources
-from trace_scorer.state import StateStore
+from trace_scorer.state import StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.scores import config_specs
@@ -89,6 +90,8 @@ class Context:
     info: ConnectionInfo
     plans: dict[str, TargetPlan]
     sources: dict[str, Source]
+    #: The judge and the embedder (None where not configured).
+    resources: Resources
 
 
 async def open_context(
@@ -97,12 +100,14 @@ async def open_context(
     *,
     ops: Ops,
     client: LangfuseClient | None = None,
+    state: StateStore | None = None,
     tracing_default: bool = True,
 ) -> Context:
     """Connect, build plans and sources. Raises ConfigError / LangfuseAuthError for what the user must fix."""
     # First: a second worker on this state (or a state it cannot use) stops here, before any request.
-    state = StateStore(settings.state.path)
-    stack.callback(state.close)
+    if state is None:
+        state = open_state(settings.state)
+        stack.callback(state.close)
     resources = open_resources(settings, stack, tracing_default=tracing_default)
     judge = resources.judge
     if judge is not None:
@@ -166,7 +171,7 @@ async def open_context(
         source_class = TraceSource if target.source == "traces" else DatasetRunSource
         sources[target.name] = source_class(target, settings, client, state, scorer)
     ops.health.config_loaded()
-    return Context(settings, client, state, ops, info, plans, sources)
+    return Context(settings, client, state, ops, info, plans, sources, resources)
 
 
 class Worker:
@@ -304,8 +309,24 @@ async def unless_stopped(opening: Awaitable[T], stop: asyncio.Event) -> T | None
     return None if task.cancelled() else task.result()
 
 
-async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> int:
-    """The ``run`` command: returns the exit code.
+class Running(Protocol):
+    async def run(self) -> None: ...
+
+
+#: Opens what a worker runs on (closed by the stack) and returns it, ready to run until ``stop``.
+StartWorker = Callable[[Settings, AsyncExitStack, Ops, asyncio.Event], Awaitable[Running]]
+
+
+async def start_single(settings: Settings, stack: AsyncExitStack, ops: Ops, stop: asyncio.Event) -> Running:
+    """One process doing all the work on its own state (the SQLite default)."""
+    return Worker(await open_context(settings, stack, ops=ops), stop=stop)
+
+
+async def run_worker(
+    settings: Settings, *, retry_start_every: float = 30.0, start: StartWorker = start_single
+) -> int:
+    """The ``run`` command: returns the exit code. ``start``: the single worker, or a replica of a fleet
+    (``trace_scorer.distributed``).
 
     Langfuse unreachable at start-up is waited for (not ready meanwhile, retried every
     ``retry_start_every`` seconds); wrong credentials or configuration raise at once (exit 2).
@@ -320,8 +341,8 @@ async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> 
         while not stop.is_set():
             async with AsyncExitStack() as stack:
                 try:
-                    context = await unless_stopped(open_context(settings, stack, ops=ops), stop)
-                    if context is None:
+                    running = await unless_stopped(start(settings, stack, ops, stop), stop)
+                    if running is None:
                         log.info("worker_stopped_during_start")
                         break
                 except LangfuseAuthError:
@@ -332,7 +353,7 @@ async def run_worker(settings: Settings, *, retry_start_every: float = 30.0) -> 
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), retry_start_every)
                     continue
-                await Worker(context, stop=stop).run()
+                await running.run()
                 break
         log.info("worker_stopped")
         return 0

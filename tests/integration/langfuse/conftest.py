@@ -1,5 +1,5 @@
-"""Fixtures: clients wired to the contract-checking fake Langfuse (``fake``, ``v4``, ``v3`` and ``clock``
-come from :mod:`tests.support.fixtures`)."""
+"""Fixtures: clients wired to the in-process Langfuse stand-in (``v4``, ``v3``, ``make_langfuse`` and
+``clock`` come from :mod:`tests.support.fixtures`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from trace_scorer.langfuse import ApiGeneration, LangfuseClient, ServerCapabilit
 
 @pytest.fixture
 async def make_client(clock: FakeClock) -> AsyncIterator[MakeClient]:
-    """``make_client(generation=ApiGeneration.V4, version=None, **settings)``: a client on the fake (no
-    start-up calls), speaking to a server of ``version`` (default: the fake's, 4.60.0 or 3.120.0)."""
+    """``make_client(generation=ApiGeneration.V4, version=None, **settings)``: a client on the stand-in (no
+    start-up calls), speaking to a server of ``version`` (default: 4.60.0 or 3.120.0, the ``v4`` / ``v3``
+    fixtures' versions)."""
     clients: list[LangfuseClient] = []
 
     def build(generation: ApiGeneration | None = None, version: str | None = None, **overrides: Any) -> LangfuseClient:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,10 +14,10 @@ from standins.contract.openapi import ENV_VAR, load_openapi, to_json_schema
 from tests.support import langfuse_factories as f
 from tests.support.langfuse_client import MakeClient
 from tests.support.langfuse_factories import at
-from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
+from tests.support.langfuse_inprocess import InProcessLangfuse
 from trace_scorer.langfuse import (
     ApiGeneration,
-    LangfuseClient,
+    LangfuseError,
     ScoreConfigSpec,
     ScoreSubject,
     ScoreToPost,
@@ -143,26 +144,43 @@ def test_every_v4_endpoint_is_modelled_by_the_package_and_every_legacy_one_is_in
         assert modelled is not endpoint.legacy, endpoint
 
 
-def test_the_fake_refuses_an_answer_outside_the_contract(fake: FakeLangfuse) -> None:
-    with pytest.raises(ContractViolation):
-        fake.contract.check_response("GET", "/api/public/projects", 200, {"data": [{"id": "p"}]})
+async def test_the_stand_in_refuses_an_answer_outside_the_contract(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    v4.on("GET", "/api/public/projects", f.Reply(200, {"data": [{"id": "p"}]}))  # no name, no organization
+    with pytest.raises(LangfuseError, match="violates the contract"):
+        await make_client().connect()
+    (violation,) = v4.app.violations
+    assert violation.startswith("answer: GET /api/public/projects")
+    v4.app.violations.clear()  # seen: the test's point, not a failure
 
 
 # --- every route the adapter uses, on both generations -------------------------------------------
 
 
-async def _exercise(client: LangfuseClient, window: TimeWindow) -> None:
-    """Every read and write the adapter offers (the worker's whole surface)."""
+#: A root every condition of :data:`FILTER` matches.
+MATCHING: dict[str, Any] = {"tags": ["a"], "metadata": {"k": "v"}, "trace_name": "agent", "user_id": "u"}
+FILTER = TraceFilter(
+    environments=("production",),
+    exclude_environments=("dev",),
+    tags=("a",),
+    metadata={"k": "v"},
+    trace_name="agent",
+    user_id="u",
+)
+
+
+async def _exercise(
+    langfuse: InProcessLangfuse, make_client: MakeClient, generation: ApiGeneration, endpoints: tuple[ep.Endpoint, ...]
+) -> None:
+    """Every read and write the adapter offers (the worker's whole surface), after connecting: exactly
+    ``endpoints`` are used, each request kept the contract and was answered."""
+    client = make_client()
+    info = await client.connect()
+    assert info.generation is generation
+    window = TimeWindow(at(0), at(3600))
     reads = client.reads
-    trace_filter = TraceFilter(
-        environments=("production",),
-        exclude_environments=("dev",),
-        tags=("a",),
-        metadata={"k": "v"},
-        trace_name="agent",
-        user_id="u",
-    )
-    roots = [r async for r in reads.list_trace_roots(window, trace_filter)]
+    roots = [r async for r in reads.list_trace_roots(window, FILTER)]
     roots += [r async for r in reads.list_trace_roots(window, TraceFilter())]
     assert roots, "the fixture data must produce roots"
     _ = [t async for t in reads.fetch_traces(roots)]
@@ -178,79 +196,44 @@ async def _exercise(client: LangfuseClient, window: TimeWindow) -> None:
         ]
     )
     assert len(report.accepted) == 2, report
+    assert {(c.method, c.template) for c in langfuse.calls} == {(e.method, e.path) for e in endpoints}
+    assert not langfuse.problems()
+    # Every request sent was validated and answered: the stand-in checks each before answering.
+    assert all(isinstance(c.status, int) and c.status < 400 for c in langfuse.calls)
 
 
-async def test_every_v4_route_keeps_the_contract(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
-    v4.observations = [
-        f.observation(
-            "r1",
-            "t1",
-            at(10),
-            end=at(20),
-            root=True,
-            environment="production",
-            tags=["a"],
-            metadata={"k": "v"},
-            trace_name="agent",
-            user_id="u",
-        ),
-        f.observation("o1", "t1", at(11), parent="r1", type="TOOL"),
+async def test_every_v4_route_keeps_the_contract(v4: InProcessLangfuse, make_client: MakeClient) -> None:
+    v4.add_rows(
+        f.observation("r1", "t1", at(10), end=at(20), root=True, **MATCHING),
+        f.observation("o1", "t1", at(11), end=at(12), parent="r1", type="TOOL"),
         f.observation("r2", "t2", at(30), end=at(40), root=True),
         f.observation("r3", "t3", at(50), end=at(55), root=True),
-    ]
+    )
     v4.add_dataset("ds-1", "bench")
     v4.add_dataset_item(f.dataset_item("item-2", "ds-1", "bench", expected_output="x"))
-    v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
-    v4.items = [
-        f.experiment_item("root-1", "t1", "exp-1", "run", "item-1", at(10), expected_output="y"),
-        f.experiment_item("root-2", "t2", "exp-1", "run", "item-2", at(30), omit_expected_output=True),
-    ]
-    v4.configs = [f.score_config("cfg-1", "accuracy")]
-    client = make_client()
-    info = await client.connect()
-    assert info.generation is ApiGeneration.V4
-    await _exercise(client, TimeWindow(at(0), at(3600)))
-    used = {(c.method, c.template) for c in fake.calls}
-    expected = {(e.method, e.path) for e in ep.COMMON + ep.V4_ONLY}
-    assert used == expected
-    assert not fake.violations
-    # Every request sent was validated: the fake checks each before answering.
-    assert all(isinstance(c.status, int) for c in fake.calls)
+    v4.add_experiment(f.experiment("exp-1", "run", "ds-1", at(0)))
+    v4.add_experiment_item(f.experiment_item("root-1", "t1", "exp-1", "run", "item-1", at(10), expected_output="y"))
+    v4.add_experiment_item(f.experiment_item("root-2", "t2", "exp-1", "run", "item-2", at(30)))  # joined
+    v4.add_score_config(f.score_config("cfg-1", "accuracy"))
+    await _exercise(v4, make_client, ApiGeneration.V4, ep.COMMON + ep.V4_ONLY)
 
 
-async def test_every_v3_route_keeps_the_contract(
-    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
-    v3.add_trace(
-        f.v3_trace(
-            "t1",
-            at(10),
-            tags=["a"],
-            metadata={"k": "v"},
-            user_id="u",
-            name="agent",
-            observations=[f.v3_observation("o1", "t1", at(11), type="TOOL")],
-        )
+async def test_every_v3_route_keeps_the_contract(v3: InProcessLangfuse, make_client: MakeClient) -> None:
+    v3.add_rows(
+        f.observation("r1", "t1", at(10), end=at(20), **MATCHING),
+        f.observation("o1", "t1", at(11), end=at(12), parent="r1", type="TOOL"),
+        f.observation("r2", "t2", at(30), end=at(31)),
+        f.observation("r3", "t3", at(50), end=at(55)),  # three traces in a batch: read with one bulk listing
     )
-    v3.add_trace(f.v3_trace("t2", at(30), observations=[]))
     v3.add_dataset("ds-1", "bench")
     v3.add_dataset_item(f.dataset_item("item-1", "ds-1", "bench", expected_output="x"))
-    run = f.v3_dataset_run("exp-1", "run", "ds-1", "bench", at(5), at(50))
-    v3.runs["bench"] = [run]
-    v3.run_items = [f.v3_dataset_run_item("ri-1", run, "item-1", "t1", at(10))]
-    v3.configs = [f.score_config("cfg-1", "accuracy")]
-    client = make_client()
-    info = await client.connect()
-    assert info.generation is ApiGeneration.V3
-    await _exercise(client, TimeWindow(at(0), at(3600)))
-    used = {(c.method, c.template) for c in fake.calls}
+    run = f.v3_dataset_run("exp-1", "run", "ds-1", "bench", at(5))
+    v3.add_dataset_run(run)
+    v3.add_dataset_run_item(f.v3_dataset_run_item("ri-1", run, "item-1", "t1", at(10)))
+    v3.add_score_config(f.score_config("cfg-1", "accuracy"))
     # A 3.x version means legacy: no v4 endpoint is touched.
-    expected = {(e.method, e.path) for e in ep.COMMON + ep.V3_ONLY}
-    assert used == expected
-    assert not fake.violations
-    events = json.loads(fake.calls_to("POST", "/api/public/ingestion")[0].request.content)["batch"]
+    await _exercise(v3, make_client, ApiGeneration.V3, ep.COMMON + ep.V3_ONLY)
+    events = json.loads(v3.calls_to("POST", "/api/public/ingestion")[0].request.content)["batch"]
     assert {e["body"]["name"] for e in events} == {"accuracy", "fresh"}
 
 
@@ -258,4 +241,4 @@ def test_factories_refuse_payloads_the_contract_rejects() -> None:
     with pytest.raises(ContractViolation):
         f.observations_page([{"id": "o", "traceId": "t"}])  # no startTime/projectId/type
     with pytest.raises(ContractViolation):
-        f.v3_traces_page([{"id": "t"}])
+        f.v3_dataset_runs_page([{"id": "r"}])

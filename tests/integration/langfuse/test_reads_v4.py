@@ -10,7 +10,7 @@ from typing import Any
 from tests.support import langfuse_factories as f
 from tests.support.langfuse_client import MakeClient, make_settings
 from tests.support.langfuse_factories import at
-from tests.support.langfuse_fake import FakeLangfuse, V4Server
+from tests.support.langfuse_inprocess import InProcessLangfuse
 from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
 from trace_scorer.langfuse.reads_v4 import V4Reader
 from trace_scorer.langfuse.trace_scan import OversizedTrace
@@ -30,6 +30,7 @@ def root(trace: str, start: float, **kw: Any) -> dict[str, Any]:
 
 
 def child(trace: str, n: int, start: float, **kw: Any) -> dict[str, Any]:
+    kw.setdefault("end", at(start + 0.5))  # v4 serves a span once it ended (OTel exports it then)
     return f.observation(
         f"{trace}-obs{n}", trace, at(start), parent=f"{trace}-root", type="TOOL", name=f"tool{n}", **kw
     )
@@ -42,11 +43,11 @@ async def roots_of(
 
 
 async def test_roots_are_cursor_paged_and_each_trace_comes_once_newest_version(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     stale = root("t2", 200, output="old", updated=at(300))
     fresh = root("t2", 200, output="new", updated=at(900))
-    v4.observations = [
+    v4.add_rows(
         root("t1", 100),
         stale,
         fresh,
@@ -55,7 +56,7 @@ async def test_roots_are_cursor_paged_and_each_trace_comes_once_newest_version(
         root("t4", 400),
         child("t1", 1, 101),  # not a root
         root("t0", 4000),  # outside the window
-    ]
+    )
     client = make_client(ApiGeneration.V4, page_size=2)
     roots = await roots_of(client)
     assert [r.trace_id for r in roots] == ["t4", "t3", "t2", "t1"]  # newest first, each once
@@ -63,7 +64,7 @@ async def test_roots_are_cursor_paged_and_each_trace_comes_once_newest_version(
     assert t2.row["output"] == "new" and t2.updated_at == at(900)
     assert t2.start_time == at(200) and t2.end_time == at(205) and t2.environment == "production"
     # 6 matching rows, 2 a page: 3 requests, each bounded by the window and asking for roots only.
-    calls = fake.calls_to(*OBS)
+    calls = v4.calls_to(*OBS)
     assert len(calls) == 3
     first = calls[0].request.url.params
     assert first["isRootObservation"] == "true" and first["limit"] == "2"
@@ -73,9 +74,9 @@ async def test_roots_are_cursor_paged_and_each_trace_comes_once_newest_version(
 
 
 async def test_roots_rows_are_plain_v4_dicts_with_raw_io_strings(
-    v4: V4Server, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.observations = [root("t1", 10, input={"messages": [{"role": "user", "content": "hi"}]}, output="done")]
+    v4.add_rows(root("t1", 10, input={"messages": [{"role": "user", "content": "hi"}]}, output="done"))
     (only,) = await roots_of(make_client(ApiGeneration.V4))
     assert isinstance(only.row, dict)
     assert only.row["input"] == '{"messages": [{"role": "user", "content": "hi"}]}'
@@ -97,60 +98,23 @@ async def test_roots_rows_are_plain_v4_dicts_with_raw_io_strings(
 
 
 async def test_filters_without_simple_params_go_into_a_json_filter_with_the_window(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.observations = [
-        root(
-            "keep",
-            10,
-            environment="production",
-            tags=["support", "vip"],
-            metadata={"tenant": "acme"},
-            trace_name="support-agent",
-            user_id="u1",
-        ),
-        root(
-            "staging",
-            20,
-            environment="staging",
-            tags=["support", "vip"],
-            metadata={"tenant": "acme"},
-            trace_name="support-agent",
-            user_id="u1",
-        ),
-        root(
-            "other-tenant",
-            30,
-            tags=["support", "vip"],
-            metadata={"tenant": "globex"},
-            trace_name="support-agent",
-            user_id="u1",
-        ),
-        root(
-            "one-tag",
-            40,
-            tags=["support"],
-            metadata={"tenant": "acme"},
-            trace_name="support-agent",
-            user_id="u1",
-        ),
-        root(
-            "other-name",
-            50,
-            tags=["support", "vip"],
-            metadata={"tenant": "acme"},
-            trace_name="sales",
-            user_id="u1",
-        ),
-        root(
-            "other-user",
-            60,
-            tags=["support", "vip"],
-            metadata={"tenant": "acme"},
-            trace_name="support-agent",
-            user_id="u2",
-        ),
-    ]
+    wanted: dict[str, Any] = {
+        "environment": "production",
+        "tags": ["support", "vip"],
+        "metadata": {"tenant": "acme"},
+        "trace_name": "support-agent",
+        "user_id": "u1",
+    }
+    v4.add_rows(
+        root("keep", 10, **wanted),
+        root("staging", 20, **{**wanted, "environment": "staging"}),
+        root("other-tenant", 30, **{**wanted, "metadata": {"tenant": "globex"}}),
+        root("one-tag", 40, **{**wanted, "tags": ["support"]}),
+        root("other-name", 50, **{**wanted, "trace_name": "sales"}),
+        root("other-user", 60, **{**wanted, "user_id": "u2"}),
+    )
     trace_filter = TraceFilter(
         exclude_environments=("staging",),
         tags=("support", "vip"),
@@ -160,24 +124,22 @@ async def test_filters_without_simple_params_go_into_a_json_filter_with_the_wind
     )
     roots = await roots_of(make_client(ApiGeneration.V4), trace_filter=trace_filter)
     assert [r.trace_id for r in roots] == ["keep"]
-    sent = json.loads(fake.calls_to(*OBS)[0].request.url.params["filter"])
+    sent = json.loads(v4.calls_to(*OBS)[0].request.url.params["filter"])
     columns = {(c["column"], c["operator"]) for c in sent}
     assert {("startTime", ">="), ("startTime", "<"), ("isRootObservation", "=")} <= columns
 
 
 async def test_environment_list_uses_the_repeated_simple_parameter(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.observations = [
+    v4.add_rows(
         root("a", 1, environment="production"),
         root("b", 2, environment="eu"),
         root("c", 3, environment="dev"),
-    ]
-    roots = await roots_of(
-        make_client(ApiGeneration.V4), trace_filter=TraceFilter(environments=("production", "eu"))
     )
+    roots = await roots_of(make_client(ApiGeneration.V4), trace_filter=TraceFilter(environments=("production", "eu")))
     assert sorted(r.trace_id for r in roots) == ["a", "b"]
-    params = fake.calls_to(*OBS)[0].request.url.params
+    params = v4.calls_to(*OBS)[0].request.url.params
     assert params.get_list("environment") == ["production", "eu"] and "filter" not in params
 
 
@@ -188,31 +150,29 @@ def _trace(name: str, start: float, children: int, spacing: float = 1.0) -> list
 
 
 async def test_window_scan_groups_rows_by_trace_dedupes_and_ignores_other_traces(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     a, b, c, other = _trace("a", 100, 3), _trace("b", 200, 2), _trace("c", 300, 4), _trace("other", 250, 5)
     duplicate = dict(a[1], updatedAt=f.iso(at(9999)), output='"newer"')
-    v4.observations = a + b + c + other + [duplicate]
+    v4.add_rows(*a, *b, *c, *other, duplicate)
     client = make_client(ApiGeneration.V4, per_trace_fetch_max=0)
     roots = [r for r in await roots_of(client) if r.trace_id != "other"]
-    fake.calls.clear()
+    v4.calls.clear()
     traces = {t.trace_id: t.rows async for t in client.reads.fetch_traces(roots)}
     assert set(traces) == {"a", "b", "c"}
     assert [r["id"] for r in traces["a"]] == ["a-root", "a-obs0", "a-obs1", "a-obs2"]  # oldest first
     assert traces["a"][1]["output"] == '"newer"'  # the duplicate's newest version
     assert len(traces["c"]) == 5 and len(traces["b"]) == 3
     # One windowed scan (22 rows < one page), no traceId parameter.
-    calls = fake.calls_to(*OBS)
+    calls = v4.calls_to(*OBS)
     assert len(calls) == 1 and "traceId" not in calls[0].request.url.params
 
 
-async def test_window_split_in_halves_when_rows_exceed_the_cap(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
+async def test_window_split_in_halves_when_rows_exceed_the_cap(v4: InProcessLangfuse, make_client: MakeClient) -> None:
     # Six traces running side by side over the same hour, 40 rows each: no trace finishes early,
     # so a scan would have to hold 240 rows; the cap is 100.
     traces = {f"t{n}": _trace(f"t{n}", 10 + n, 39, spacing=60) for n in range(6)}
-    v4.observations = [row for rows in traces.values() for row in rows]
+    v4.add_rows(*[row for rows in traces.values() for row in rows])
     client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, max_rows_in_memory=100, page_size=50)
     roots = await roots_of(client, TimeWindow(at(0), at(100)))
     got = {t.trace_id: [r["id"] for r in t.rows] async for t in client.reads.fetch_traces(roots)}
@@ -223,49 +183,49 @@ async def test_window_split_in_halves_when_rows_exceed_the_cap(
 
 
 async def test_a_trace_over_the_row_cap_is_fetched_only_up_to_the_cap(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.observations = _trace("big", 100, 500) + _trace("small", 900, 3)  # 501 rows, 10+ pages of 50
+    v4.add_rows(*_trace("big", 100, 500), *_trace("small", 900, 3))  # 501 rows, 10+ pages of 50
     client = make_client(ApiGeneration.V4, page_size=50, max_rows_per_trace=120)
     roots = await roots_of(client)
-    fake.calls.clear()
+    v4.calls.clear()
     got = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
     big = got["big"]
     assert isinstance(big, OversizedTrace) and big.rows == [] and big.limit == 120
     assert big.rows_read == 150  # three pages read, then reading stopped
     assert len(got["small"].rows) == 4 and not isinstance(got["small"], OversizedTrace)
-    big_reads = [c for c in fake.calls_to(*OBS) if c.request.url.params["traceId"] == "big"]
+    big_reads = [c for c in v4.calls_to(*OBS) if c.request.url.params["traceId"] == "big"]
     assert len(big_reads) == 3
 
 
 async def test_the_window_scan_drops_a_trace_over_the_row_cap_and_stops_when_the_rest_is_done(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     # Newest first: the small traces (starting at 2000+) are read, then the big one (500 rows from 100 s on).
     small = {f"s{n}": _trace(f"s{n}", 2000 + 10 * n, 3) for n in range(3)}
-    v4.observations = _trace("big", 100, 500) + [row for rows in small.values() for row in rows]
+    v4.add_rows(*_trace("big", 100, 500), *[row for rows in small.values() for row in rows])
     client = make_client(
         ApiGeneration.V4, per_trace_fetch_max=0, page_size=50, max_rows_per_trace=120, trace_slack="1s"
     )
     roots = await roots_of(client)
-    fake.calls.clear()
+    v4.calls.clear()
     got = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
     assert {name: [r["id"] for r in got[name].rows] for name in small} == {
         name: [r["id"] for r in rows] for name, rows in small.items()
     }
     assert isinstance(got["big"], OversizedTrace) and got["big"].rows == [] and got["big"].rows_read == 121
     # 12 small rows + 121 of the big trace's = 3 pages; the other 7 pages of the window are never read.
-    assert len(fake.calls_to(*OBS)) == 3
+    assert len(v4.calls_to(*OBS)) == 3
     assert reader(client).scanner.peak_rows <= 120 + 50
 
 
 async def test_the_window_scan_holds_no_more_than_the_cap_of_a_big_trace_read_before_the_others(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     # The big trace is the newest: its rows come first and must be read through to reach the others,
     # but they are dropped as they arrive once over the cap.
     small = {f"s{n}": _trace(f"s{n}", 10 + n, 3) for n in range(3)}
-    v4.observations = _trace("big", 1000, 500) + [row for rows in small.values() for row in rows]
+    v4.add_rows(*_trace("big", 1000, 500), *[row for rows in small.values() for row in rows])
     client = make_client(
         ApiGeneration.V4, per_trace_fetch_max=0, page_size=50, max_rows_per_trace=120, trace_slack="1s"
     )
@@ -278,43 +238,37 @@ async def test_the_window_scan_holds_no_more_than_the_cap_of_a_big_trace_read_be
 
 
 async def test_a_few_traces_are_fetched_one_request_each_bounded_by_their_times(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.observations = _trace("a", 100, 2) + _trace("b", 500, 1) + _trace("c", 900, 1)
+    v4.add_rows(*_trace("a", 100, 2), *_trace("b", 500, 1), *_trace("c", 900, 1))
     client = make_client(ApiGeneration.V4, trace_slack="1m")
     roots = [r for r in await roots_of(client) if r.trace_id in ("a", "b")]
-    fake.calls.clear()
+    v4.calls.clear()
     traces = {t.trace_id: len(t.rows) async for t in client.reads.fetch_traces(roots)}
     assert traces == {"b": 2, "a": 3}
-    params = {c.request.url.params["traceId"]: c.request.url.params for c in fake.calls_to(*OBS)}
+    params = {c.request.url.params["traceId"]: c.request.url.params for c in v4.calls_to(*OBS)}
     assert set(params) == {"a", "b"}
     assert datetime.fromisoformat(params["a"]["fromStartTime"]) == at(100 - 60)  # root start - slack
     assert datetime.fromisoformat(params["a"]["toStartTime"]) == at(100 + 3 + 60)  # root end + slack
 
 
-async def test_datasets_by_name_are_url_encoded_and_cached(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
+async def test_datasets_by_name_are_url_encoded_and_cached(v4: InProcessLangfuse, make_client: MakeClient) -> None:
     v4.add_dataset("ds-9", "team/bench v2")
     client = make_client(ApiGeneration.V4)
     assert await client.reads.get_dataset("team/bench v2") == Dataset("ds-9", "team/bench v2")
     assert await client.reads.get_dataset("team/bench v2") == Dataset("ds-9", "team/bench v2")
-    (call,) = fake.calls_to("GET", "/api/public/v2/datasets/{datasetName}")
+    (call,) = v4.calls_to("GET", "/api/public/v2/datasets/{datasetName}")
     assert call.request.url.raw_path.decode() == "/api/public/v2/datasets/team%2Fbench%20v2"
 
 
 async def test_experiments_then_items_give_trace_output_and_expected_output(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     v4.add_dataset("ds-1", "bench")
-    v4.add_dataset_item(
-        f.dataset_item("item-2", "ds-1", "bench", input={"q": "2+2"}, expected_output={"answer": "4"})
-    )
-    v4.experiments = [
-        f.experiment("exp-1", "baseline", "ds-1", at(0), metadata={"model": "gpt-x"}),
-        f.experiment("exp-other", "other", "ds-other", at(0)),
-    ]
-    v4.items = [
+    v4.add_dataset_item(f.dataset_item("item-2", "ds-1", "bench", input={"q": "2+2"}, expected_output={"answer": "4"}))
+    v4.add_experiment(f.experiment("exp-1", "baseline", "ds-1", at(0), metadata={"model": "gpt-x"}))
+    v4.add_experiment(f.experiment("exp-other", "other", "ds-other", at(0)))
+    rows = [
         f.experiment_item(
             "root-1",
             "trace-1",
@@ -336,12 +290,13 @@ async def test_experiments_then_items_give_trace_output_and_expected_output(
             at(20),
             input={"q": "2+2"},
             output="5",
-            omit_expected_output=True,
         ),
-        # As real servers send an item whose runner recorded no expected output: "" (joined too).
+        # As real servers send an item whose runner recorded no expected output: "" (joined).
         f.experiment_item("root-3", "trace-3", "exp-1", "baseline", "item-2", at(30), output="4"),
         f.experiment_item("root-4", "trace-4", "exp-other", "other", "item-9", at(40), dataset_id="ds-other"),
     ]
+    for row in rows:
+        v4.add_experiment_item(row)
     client = make_client(ApiGeneration.V4)
     dataset = await client.reads.get_dataset("bench")
     experiments = [e async for e in client.reads.list_experiments([dataset], since=at(0))]
@@ -359,26 +314,27 @@ async def test_experiments_then_items_give_trace_output_and_expected_output(
     assert first.item_metadata == {"topic": "math"} and first.start_time == at(10)
     assert first.input == {"q": "1+1"}  # sent as a raw JSON string, read as JSON
     # The missing expected output cost one dataset-item request, cached for the second item.
-    assert len(fake.calls_to("GET", "/api/public/dataset-items/{id}")) == 1
-    limits = {c.request.url.params["limit"] for c in fake.calls_to("GET", "/api/public/experiment-items")}
+    assert len(v4.calls_to("GET", "/api/public/dataset-items/{id}")) == 1
+    limits = {c.request.url.params["limit"] for c in v4.calls_to("GET", "/api/public/experiment-items")}
     assert limits == {"100"}  # the endpoint's maximum, though page_size is 1000
 
 
 async def test_experiment_items_as_real_servers_send_them_raw_strings_and_empty_expected_output(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     """Finding 5: ``expectedOutput`` is always sent, a raw string, ``""`` when the runner sent none."""
     v4.add_dataset_item(f.dataset_item("item-1", "ds-1", "bench", input={"q": "1+1"}, expected_output="2"))
-    v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
+    v4.add_experiment(f.experiment("exp-1", "run", "ds-1", at(0)))
     row = f.experiment_item("root-1", "trace-1", "exp-1", "run", "item-1", at(1), output='{"answer": "2"}')
     assert row["expectedOutput"] == "" and row["input"] is None
-    v4.items = [
+    for item in [
         row,
         f.experiment_item("root-2", "trace-2", "exp-1", "run", "item-1", at(2), expected_output="plain text"),
         f.experiment_item("root-3", "trace-3", "exp-1", "run", "item-1", at(3), expected_output=["a", 1]),
         f.experiment_item("root-4", "trace-4", "exp-1", "run", "item-gone", at(4), output="not {json"),
         f.experiment_item("root-5", "trace-5", "exp-1", "run", "item-1", at(5), expected_output='"quoted"'),
-    ]
+    ]:
+        v4.add_experiment_item(item)
     client = make_client(ApiGeneration.V4)
     (experiment,) = [e async for e in client.reads.list_experiments([Dataset("ds-1", "bench")], since=at(0))]
     items = {i.trace_id: i async for i in client.reads.list_experiment_items(experiment, since=at(0))}
@@ -388,39 +344,35 @@ async def test_experiment_items_as_real_servers_send_them_raw_strings_and_empty_
     assert items["trace-3"].expected_output == ["a", 1]
     assert items["trace-4"].expected_output is None and items["trace-4"].output == "not {json"  # item deleted
     assert items["trace-5"].expected_output == "quoted"
-    assert len(fake.calls_to("GET", "/api/public/dataset-items/{id}")) == 2  # item-1 once (cached), item-gone
+    assert len(v4.calls_to("GET", "/api/public/dataset-items/{id}")) == 2  # item-1 once (cached), item-gone
 
 
-async def test_experiment_items_follow_the_cursor(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
-    v4.experiments = [f.experiment("exp-1", "run", "ds-1", at(0))]
-    v4.items = [
-        f.experiment_item(f"root-{n}", f"trace-{n}", "exp-1", "run", f"item-{n}", at(n), expected_output=[n])
-        for n in range(7)
-    ]
+async def test_experiment_items_follow_the_cursor(v4: InProcessLangfuse, make_client: MakeClient) -> None:
+    v4.add_experiment(f.experiment("exp-1", "run", "ds-1", at(0)))
+    for n in range(7):
+        v4.add_experiment_item(
+            f.experiment_item(f"root-{n}", f"trace-{n}", "exp-1", "run", f"item-{n}", at(n), expected_output=[n])
+        )
     client = make_client(ApiGeneration.V4, page_size=3)
     (experiment,) = [e async for e in client.reads.list_experiments([Dataset("ds-1", "bench")], since=at(0))]
     items = [i async for i in client.reads.list_experiment_items(experiment, since=at(0))]
     assert sorted(i.expected_output[0] for i in items) == list(range(7))
-    assert len(fake.calls_to("GET", "/api/public/experiment-items")) == 3
+    assert len(v4.calls_to("GET", "/api/public/experiment-items")) == 3
 
 
-async def test_long_metadata_keys_can_be_read_untruncated(
-    v4: V4Server, fake: FakeLangfuse, clock: Any
-) -> None:
-    v4.observations = [root("t1", 10)]
+async def test_long_metadata_keys_can_be_read_untruncated(v4: InProcessLangfuse, clock: Any) -> None:
+    v4.add_rows(root("t1", 10))
     client = LangfuseClient(make_settings(), clock=clock, expand_metadata=["system_prompt", "rubric"])
     client.use_generation(ApiGeneration.V4)
     try:
         await roots_of(client)
     finally:
         await client.aclose()
-    assert fake.calls_to(*OBS)[0].request.url.params["expandMetadata"] == "system_prompt,rubric"
+    assert v4.calls_to(*OBS)[0].request.url.params["expandMetadata"] == "system_prompt,rubric"
 
 
 async def test_observation_pages_are_not_parsed_into_the_packages_models(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient, monkeypatch: Any
+    v4: InProcessLangfuse, make_client: MakeClient, monkeypatch: Any
 ) -> None:
     """The generated client parses a page into its models at ~0.25 ms a row (25 times the JSON decoding),
     and the rows handed on are the plain JSON: on a busy worker that parsing starved the judges. The
@@ -431,13 +383,13 @@ async def test_observation_pages_are_not_parsed_into_the_packages_models(
         raise AssertionError("observation pages must not go through the package's model parser")
 
     monkeypatch.setattr(raw_client, "parse_obj_as", no_parsing)
-    v4.observations = [root("t1", 10), child("t1", 1, 11), root("t2", 20), child("t2", 1, 21)]
+    v4.add_rows(root("t1", 10), child("t1", 1, 11), root("t2", 20), child("t2", 1, 21))
     client = make_client(ApiGeneration.V4)
     roots = await roots_of(client, trace_filter=TraceFilter(environments=("production", "staging")))
     traces = [t async for t in client.reads.fetch_traces(roots)]
     assert sorted(t.trace_id for t in traces) == ["t1", "t2"]
     assert all(len(t.rows) == 2 for t in traces)
-    first = fake.calls_to(*OBS)[0].request.url
+    first = v4.calls_to(*OBS)[0].request.url
     assert first.params.get_list("environment") == ["production", "staging"]
     assert first.params["isRootObservation"] == "true"
     assert datetime.fromisoformat(first.params["fromStartTime"]) == WINDOW.start

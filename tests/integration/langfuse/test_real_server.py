@@ -10,8 +10,8 @@ import pytest
 
 from tests.support import langfuse_factories as f
 from tests.support.langfuse_client import MakeClient
-from tests.support.langfuse_factories import Reply, at
-from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
+from tests.support.langfuse_factories import at
+from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.config.settings import Settings
 from trace_scorer.extract.model import Notes
@@ -35,37 +35,37 @@ async def roots_of(client: Any, trace_filter: TraceFilter | None = None) -> list
 
 
 async def test_a_trace_with_several_root_rows_comes_once_as_its_earliest_root(
-    v4: V4Server, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     """``isRootObservation`` is ``parent = '' OR is_app_root``: one trace can have several root rows.
     One TraceRoot per trace, the earliest, whatever the page boundaries."""
-    v4.observations = [
+    v4.add_rows(
         root("t1", 100, "t1-main", end=at(160)),
         root("t1", 130, "t1-second", end=at(140)),  # a second parentless span, later
         root("t2", 200),
         root("t1", 100, "t1-also-at-100", end=at(150)),  # same start: the smaller id wins
-    ]
+    )
     for page_size in (1, 2, 1000):
         roots = await roots_of(make_client(ApiGeneration.V4, page_size=page_size))
         assert [(r.trace_id, r.observation_id) for r in roots] == [("t2", "t2-root"), ("t1", "t1-also-at-100")]
 
 
+@pytest.mark.parametrize("version", ["3.110.0", "2.95.12"])
 async def test_conditions_a_server_ignores_are_checked_on_our_side(
-    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+    make_langfuse: MakeLangfuse, make_client: MakeClient, version: str
 ) -> None:
     """v3 < 3.116.1 drops ``filter`` and 2.x ignores environment and metadata conditions: a trace that
     should be excluded must not be scored anyway."""
-    answer = f.v3_traces_page(
-        [
-            f.v3_trace("keep", at(10), environment="production", metadata={"tenant": "acme"}),
-            f.v3_trace("judge", at(20), environment="trace-scorer", metadata={"tenant": "acme"}),
-            f.v3_trace("other-tenant", at(30), environment="production", metadata={"tenant": "globex"}),
-        ]
+    legacy = make_langfuse(version)
+    legacy.add_rows(
+        root("keep", 10, environment="production", metadata={"tenant": "acme"}),
+        root("judge", 20, environment="trace-scorer", metadata={"tenant": "acme"}),
+        root("other-tenant", 30, environment="production", metadata={"tenant": "globex"}),
     )
-    fake.on("GET", "/api/public/traces", Reply(200, answer, unchecked="a server that ignored the filter"))
     trace_filter = TraceFilter(exclude_environments=("trace-scorer",), metadata={"tenant": "acme"})
-    roots = await roots_of(make_client(ApiGeneration.V3, version="3.110.0"), trace_filter)
+    roots = await roots_of(make_client(ApiGeneration.V3, version=version), trace_filter)
     assert [r.trace_id for r in roots] == ["keep"]
+    assert len(legacy.calls_to("GET", "/api/public/traces")) == 1  # one page, filtered on our side
 
 
 @pytest.mark.parametrize(
@@ -116,27 +116,27 @@ def test_expand_metadata_names_the_flattened_keys_too() -> None:
 
 
 async def test_a_read_too_heavy_for_langfuse_halves_the_page_and_goes_on(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    make_langfuse: MakeLangfuse, make_client: MakeClient
 ) -> None:
     """422 (ClickHouse memory/time limit) on a page: the same cursor again with half the rows, and the
     smaller size kept — never the same failing read again."""
-    v4.observations = [root(f"t{n}", 100 + n) for n in range(10)]
-    heavy = Reply(422, {"message": "Query exceeded resource limits", "error": "Request timed out"})
-    fake.fail_next(*OBS, heavy, heavy)
+    v4 = make_langfuse("4.60.0", heavy_read_limit=10)  # a read with I/O of more than 10 rows is too heavy
+    v4.add_rows(*[root(f"t{n}", 100 + n) for n in range(10)])
     client = make_client(ApiGeneration.V4, page_size=40)
     roots = await roots_of(client)
     assert len(roots) == 10
-    limits = [c.request.url.params["limit"] for c in fake.calls_to(*OBS)]
+    assert [c.status for c in v4.calls_to(*OBS)] == [422, 422, 200]
+    limits = [c.request.url.params["limit"] for c in v4.calls_to(*OBS)]
     assert limits == ["40", "20", "10"]
     assert isinstance(client.reads, V4Reader) and client.reads.page_size == 10
     await roots_of(client)
-    assert fake.calls_to(*OBS)[-1].request.url.params["limit"] == "10"
+    assert v4.calls_to(*OBS)[-1].request.url.params["limit"] == "10"
 
 
 async def test_a_read_still_too_heavy_at_the_smallest_page_is_raised(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    make_langfuse: MakeLangfuse, make_client: MakeClient
 ) -> None:
-    heavy = Reply(422, {"message": "Query exceeded resource limits", "error": "Request timed out"})
-    fake.fail_next(*OBS, *[heavy] * 10)
+    v4 = make_langfuse("4.60.0", heavy_read_limit=MIN_PAGE_SIZE - 1)
     with pytest.raises(LangfuseHTTPError, match="422"):
         await roots_of(make_client(ApiGeneration.V4, page_size=MIN_PAGE_SIZE * 2))
+    assert {c.status for c in v4.calls_to(*OBS)} == {422}

@@ -16,9 +16,9 @@ import structlog
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
 from tests.support.deadlines import ManualDeadlines
-from tests.support.langfuse_client import PUBLIC, SECRET, MakeClient, make_settings
+from tests.support.langfuse_client import BASE_URL, PUBLIC, SECRET, MakeClient, make_settings
 from tests.support.langfuse_factories import at
-from tests.support.langfuse_fake import BASE_URL, Disconnect, FakeLangfuse, Timeout, V3Server, V4Server
+from tests.support.langfuse_inprocess import Disconnect, InProcessLangfuse, Timeout
 from trace_scorer.langfuse import (
     ApiGeneration,
     LangfuseAuthError,
@@ -41,10 +41,10 @@ async def list_roots(client: object) -> list[str]:
 
 
 async def test_429_waits_what_retry_after_says_in_seconds(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    v4.observations = [f.observation("r", "t1", at(1), root=True)]
-    fake.fail_next(*OBS, f.error("rate limited", 429, **{"Retry-After": "17"}))
+    v4.add_rows(f.observation("r", "t1", at(1), end=at(2), root=True))
+    v4.fail_next(*OBS, f.error("rate limited", 429, **{"Retry-After": "17"}))
     client = make_client(ApiGeneration.V4)
     with structlog.testing.capture_logs() as logs:
         assert await list_roots(client) == ["t1"]
@@ -56,28 +56,26 @@ async def test_429_waits_what_retry_after_says_in_seconds(
     assert client.stats.retry_wait_seconds == 17.0
 
 
-async def test_429_retry_after_as_http_date(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
-) -> None:
+async def test_429_retry_after_as_http_date(v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient) -> None:
     when = email.utils.format_datetime(clock.now() + timedelta(seconds=42), usegmt=True)
-    fake.fail_next(*HEALTH, f.error("slow down", 429, **{"Retry-After": when}))
+    v4.fail_next(*HEALTH, f.error("slow down", 429, **{"Retry-After": when}))
     client = make_client(ApiGeneration.V4)
     await client.connect()
     assert clock.sleeps == [42.0]
 
 
 async def test_429_without_retry_after_backs_off_exponentially(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*HEALTH, f.error("slow", 429), f.error("slow", 429))
+    v4.fail_next(*HEALTH, f.error("slow", 429), f.error("slow", 429))
     await make_client().connect()
     assert clock.sleeps == [2.0, 4.0]
 
 
 async def test_429_asking_for_longer_than_the_maximum_is_raised_not_waited(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*HEALTH, f.error("come back tomorrow", 429, **{"Retry-After": "86400"}))
+    v4.fail_next(*HEALTH, f.error("come back tomorrow", 429, **{"Retry-After": "86400"}))
     with pytest.raises(LangfuseHTTPError) as raised:
         await make_client().connect()
     assert raised.value.status == 429 and "come back tomorrow" in str(raised.value)
@@ -85,33 +83,31 @@ async def test_429_asking_for_longer_than_the_maximum_is_raised_not_waited(
 
 
 async def test_5xx_backs_off_2_4_8_then_succeeds(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*HEALTH, f.error("db down", 503), f.error("bad gateway", 502), f.error("oops", 500))
+    v4.fail_next(*HEALTH, f.error("db down", 503), f.error("bad gateway", 502), f.error("oops", 500))
     info = await make_client().connect()
     assert info.server_version == "4.60.0"
     assert clock.sleeps == [2.0, 4.0, 8.0]
 
 
 async def test_backoff_is_capped_and_attempts_are_bounded(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*HEALTH, *[f.error("down", 500)] * 10)
+    v4.fail_next(*HEALTH, *[f.error("down", 500)] * 10)
     client = make_client(retry={"initial": "2s", "multiplier": 3, "max": "10s", "max_attempts": 5})
     with pytest.raises(LangfuseHTTPError) as raised:
         await client.connect()
     assert clock.sleeps == [2.0, 6.0, 10.0, 10.0]
-    assert (
-        raised.value.attempts == 5 and "after 5 attempts" in str(raised.value) and "down" in str(raised.value)
-    )
-    assert len(fake.calls_to(*HEALTH)) == 5
+    assert raised.value.attempts == 5 and "after 5 attempts" in str(raised.value) and "down" in str(raised.value)
+    assert len(v4.calls_to(*HEALTH)) == 5
 
 
 async def test_timeouts_and_dropped_connections_are_retried(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    v4.observations = [f.observation("r", "t1", at(1), root=True)]
-    fake.fail_next(*OBS, Timeout(), Disconnect())
+    v4.add_rows(f.observation("r", "t1", at(1), end=at(2), root=True))
+    v4.fail_next(*OBS, Timeout(), Disconnect())
     client = make_client(ApiGeneration.V4)
     assert await list_roots(client) == ["t1"]
     assert clock.sleeps == [2.0, 4.0]
@@ -122,9 +118,9 @@ async def test_timeouts_and_dropped_connections_are_retried(
 
 
 async def test_timeouts_exhausted_raise_a_transport_error(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*OBS, *[Timeout()] * 3)
+    v4.fail_next(*OBS, *[Timeout()] * 3)
     client = make_client(ApiGeneration.V4, retry={"max_attempts": 3})
     with pytest.raises(LangfuseTransportError) as raised:
         await list_roots(client)
@@ -132,10 +128,10 @@ async def test_timeouts_exhausted_raise_a_transport_error(
 
 
 async def test_legacy_endpoints_retry_the_same_way(
-    v3: V3Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v3: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    v3.add_trace(f.v3_trace("t1", at(1), observations=[]))
-    fake.fail_next(
+    v3.add_rows(f.observation("r", "t1", at(1), end=at(2), root=True))
+    v3.fail_next(
         "GET",
         "/api/public/traces",
         f.error("busy", 429, **{"Retry-After": "3"}),
@@ -148,24 +144,22 @@ async def test_legacy_endpoints_retry_the_same_way(
 
 
 async def test_other_4xx_is_not_retried_and_carries_the_server_message(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*OBS, f.error("Invalid filter: column 'foo' does not exist", 400))
+    v4.fail_next(*OBS, f.error("Invalid filter: column 'foo' does not exist", 400))
     client = make_client(ApiGeneration.V4)
     with pytest.raises(LangfuseHTTPError) as raised:
         await list_roots(client)
     assert raised.value.status == 400
     assert "Invalid filter: column 'foo' does not exist" in str(raised.value)
-    assert clock.sleeps == [] and len(fake.calls_to(*OBS)) == 1
+    assert clock.sleeps == [] and len(v4.calls_to(*OBS)) == 1
 
 
 @pytest.mark.parametrize("status", [401, 403])
 async def test_auth_failure_names_base_url_and_key_variables_never_the_secret(
-    status: int, v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    status: int, v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(
-        *HEALTH, f.error("Invalid credentials. Confirm that you've configured the correct host.", status)
-    )
+    v4.fail_next(*HEALTH, f.error("Invalid credentials. Confirm that you've configured the correct host.", status))
     with structlog.testing.capture_logs() as logs, pytest.raises(LangfuseAuthError) as raised:
         await make_client().connect()
     message = str(raised.value)
@@ -177,13 +171,13 @@ async def test_auth_failure_names_base_url_and_key_variables_never_the_secret(
 
 
 async def test_the_secret_is_sent_as_basic_auth_and_appears_in_no_error(
-    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+    v3: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    fake.fail_next("GET", "/api/public/traces", f.error("nope", 400))
+    v3.fail_next("GET", "/api/public/traces", f.error("nope", 400))
     client = make_client(ApiGeneration.V3)
     with structlog.testing.capture_logs() as logs, pytest.raises(LangfuseHTTPError) as raised:
         await list_roots(client)
-    request = fake.calls_to("GET", "/api/public/traces")[0].request
+    request = v3.calls_to("GET", "/api/public/traces")[0].request
     assert request.headers["authorization"].startswith("Basic ")
     assert request.headers["x-langfuse-public-key"] == PUBLIC
     assert SECRET not in str(raised.value) and SECRET not in repr(logs)
@@ -191,21 +185,18 @@ async def test_the_secret_is_sent_as_basic_auth_and_appears_in_no_error(
 
 
 async def test_budget_keeps_requests_per_minute(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    v4.observations = [f.observation(f"r{n}", f"t{n}", at(n), root=True) for n in range(10)]
-    fake.clock = clock
+    v4.add_rows(*[f.observation(f"r{n}", f"t{n}", at(n), end=at(n + 0.5), root=True) for n in range(10)])
     client = make_client(ApiGeneration.V4, requests_per_minute=3, page_size=1)
     assert len(await list_roots(client)) == 10  # 10 requests at 3 a minute
-    times = [c.at for c in fake.calls_to(*OBS)]
+    times = [c.at for c in v4.calls_to(*OBS)]
     assert times == [0.0] * 3 + [60.0] * 3 + [120.0] * 3 + [180.0]
     assert client.stats.budget_wait_seconds == 180.0
 
 
-async def test_stats_snapshot_counts_by_endpoint_and_outcome(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
-    fake.fail_next(*HEALTH, f.error("down", 503))
+async def test_stats_snapshot_counts_by_endpoint_and_outcome(v4: InProcessLangfuse, make_client: MakeClient) -> None:
+    v4.fail_next(*HEALTH, f.error("down", 503))
     client = make_client()
     await client.connect()
     snapshot = client.stats.snapshot()
@@ -213,10 +204,8 @@ async def test_stats_snapshot_counts_by_endpoint_and_outcome(
     assert {"endpoint": "GET /api/public/health", "outcome": "503", "count": 1} in snapshot["requests"]  # type: ignore[operator]
 
 
-async def test_a_proxy_error_page_is_retried_and_reported_as_text(
-    clock: FakeClock, make_client: MakeClient
-) -> None:
-    # Not Langfuse's answer (so outside the contract fake): a load balancer in front of it.
+async def test_a_proxy_error_page_is_retried_and_reported_as_text(clock: FakeClock, make_client: MakeClient) -> None:
+    # Not Langfuse's answer (so not the stand-in's): a load balancer in front of it.
     page = "<html><body>502 Bad Gateway</body></html>"
     with respx.mock(assert_all_called=True) as router:
         route = router.get(f"{BASE_URL}/api/public/health").mock(return_value=httpx.Response(502, text=page))

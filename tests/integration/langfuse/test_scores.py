@@ -8,14 +8,14 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-import httpx
 import pytest
 
+from standins.http import Request
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
 from tests.support.langfuse_client import MakeClient
 from tests.support.langfuse_factories import Reply, at
-from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
+from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
 from trace_scorer.config.common import ConfigError
 from trace_scorer.langfuse import (
     ApiGeneration,
@@ -48,8 +48,8 @@ def accounted_once(report: DeliveryReport, scores: list[ScoreToPost]) -> bool:
     return sorted(seen) == sorted(id(s) for s in scores)
 
 
-def sent_bodies(fake: FakeLangfuse) -> list[list[dict[str, Any]]]:
-    return [json.loads(c.request.content) for c in fake.calls_to(*SCORES)]
+def sent_bodies(langfuse: InProcessLangfuse) -> list[list[dict[str, Any]]]:
+    return [json.loads(c.request.content) for c in langfuse.calls_to(*SCORES)]
 
 
 # --- ids and timestamps ----------------------------------------------------------------------
@@ -102,7 +102,7 @@ def test_timestamps_are_normalised_to_utc_milliseconds() -> None:
 
 
 async def test_invalid_scores_are_rejected_with_reasons_and_never_sent(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     bad = {
         "a NUMERIC score needs a number": score("t1", value="high"),
@@ -124,13 +124,11 @@ async def test_invalid_scores_are_rejected_with_reasons_and_never_sent(
     assert len(report.rejected) == len(bad)
     for expected, rejected in zip(bad, report.rejected, strict=True):
         assert expected in rejected.reason and rejected.by == "client"
-    (body,) = sent_bodies(fake)
+    (body,) = sent_bodies(v4)
     assert [b["traceId"] for b in body] == ["fine"]  # only the valid score was sent
 
 
-async def test_scores_are_checked_against_their_config_range(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
+async def test_scores_are_checked_against_their_config_range(v4: InProcessLangfuse, make_client: MakeClient) -> None:
     client = make_client(ApiGeneration.V4)
     await client.ensure_score_configs([ScoreConfigSpec("tool_call_accuracy"), ScoreConfigSpec("passed", "BOOLEAN")])
     report = await client.post_scores(
@@ -145,14 +143,16 @@ async def test_scores_are_checked_against_their_config_range(
     assert len(reasons) == 2
     assert "above the maximum 1.0 of score config 'tool_call_accuracy' (cfg-1)" in reasons[0]
     assert "is BOOLEAN, the score is NUMERIC" in reasons[1]
-    (body,) = sent_bodies(fake)
+    (body,) = sent_bodies(v4)
     assert [(b["name"], b["configId"], b["value"], b["dataType"]) for b in body] == [
         ("tool_call_accuracy", "cfg-1", 0.9, "NUMERIC"),
         ("passed", "cfg-2", 1.0, "BOOLEAN"),
     ]
 
 
-async def test_a_later_score_with_the_same_id_supersedes_the_earlier(v4: V4Server, make_client: MakeClient) -> None:
+async def test_a_later_score_with_the_same_id_supersedes_the_earlier(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
     first, second = score(value=0.1), score(value=0.9)
     report = await make_client(ApiGeneration.V4).post_scores([first, second])
     assert report.accepted == [second] and report.rejected[0].score is first
@@ -162,9 +162,7 @@ async def test_a_later_score_with_the_same_id_supersedes_the_earlier(v4: V4Serve
 # --- v4 posting ---------------------------------------------------------------------------------
 
 
-async def test_wire_format_has_id_timestamp_and_all_fields(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
+async def test_wire_format_has_id_timestamp_and_all_fields(v4: InProcessLangfuse, make_client: MakeClient) -> None:
     run_score = ScoreToPost(
         ScoreSubject.run("exp-1"),
         "pass_at_3",
@@ -176,7 +174,7 @@ async def test_wire_format_has_id_timestamp_and_all_fields(
     trace_score = score(environment="production", comment="3/4 calls matched", data_type="NUMERIC")
     report = await make_client(ApiGeneration.V4).post_scores([trace_score, run_score])
     assert len(report.accepted) == 2 and report.complete
-    (body,) = sent_bodies(fake)
+    (body,) = sent_bodies(v4)
     assert body[0] == {
         "id": trace_score.id,
         "traceId": "trace-1",
@@ -194,47 +192,45 @@ async def test_wire_format_has_id_timestamp_and_all_fields(
     assert body[1]["metadata"] == {"config_hash": "abc", "scorer_version": "0.1.0"}
 
 
-async def test_batches_respect_the_count_cap(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
+async def test_batches_respect_the_count_cap(v4: InProcessLangfuse, make_client: MakeClient) -> None:
     scores = [score(trace=f"t{n}") for n in range(7)]
     report = await make_client(ApiGeneration.V4, score_batch_size=3).post_scores(scores)
-    assert [len(b) for b in sent_bodies(fake)] == [3, 3, 1]
+    assert [len(b) for b in sent_bodies(v4)] == [3, 3, 1]
     assert len(report.accepted) == 7 and len(v4.scores) == 7 and report.requests == 3
 
 
-async def test_batches_are_as_large_as_the_body_limit_allows(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
+async def test_batches_are_as_large_as_the_body_limit_allows(v4: InProcessLangfuse, make_client: MakeClient) -> None:
     limit = 20_000
     scores = [score(trace=f"t{n}", comment="é" * (900 + n * 37 % 300)) for n in range(60)]
     report = await make_client(ApiGeneration.V4, score_batch_max_bytes=limit).post_scores(scores)
     assert len(report.accepted) == 60
-    sizes = [len(c.request.content) for c in fake.calls_to(*SCORES)]
+    sizes = [len(c.request.content) for c in v4.calls_to(*SCORES)]
     assert all(size <= limit for size in sizes)
     # Each batch is full: the next score would not have fitted.
-    bodies = sent_bodies(fake)
+    bodies = sent_bodies(v4)
     for size, following in zip(sizes, bodies[1:], strict=False):
         first_next = len(json.dumps(following[0], ensure_ascii=False, separators=(",", ":")).encode())
         assert size + 1 + first_next > limit
 
 
-async def test_default_limits_keep_bodies_under_one_megabyte(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
+async def test_default_limits_keep_bodies_under_one_megabyte(v4: InProcessLangfuse, make_client: MakeClient) -> None:
     scores = [score(trace=f"t{n}", comment="x" * 2500, metadata={"details": "y" * 500}) for n in range(800)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert len(report.accepted) == 800
-    assert all(len(c.request.content) < 1_000_000 for c in fake.calls_to(*SCORES))
-    assert max(len(b) for b in sent_bodies(fake)) <= 500
+    assert all(len(c.request.content) < 1_000_000 for c in v4.calls_to(*SCORES))
+    assert max(len(b) for b in sent_bodies(v4)) <= 500
 
 
-async def test_a_score_larger_than_a_request_is_rejected_not_dropped(v4: V4Server, make_client: MakeClient) -> None:
+async def test_a_score_larger_than_a_request_is_rejected_not_dropped(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
     huge = score(metadata={"blob": "z" * 30_000})
     report = await make_client(ApiGeneration.V4, score_batch_max_bytes=20_000).post_scores([huge, score(trace="t2")])
     assert len(report.accepted) == 1 and report.rejected[0].score is huge and "byte limit" in report.rejected[0].reason
 
 
 async def test_rescore_after_a_config_change_overwrites_with_the_same_ids(
-    v4: V4Server, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     client = make_client(ApiGeneration.V4)
     await client.post_scores([score(trace=f"t{n}", value=0.5, metadata={"config_hash": "old"}) for n in range(3)])
@@ -246,24 +242,26 @@ async def test_rescore_after_a_config_change_overwrites_with_the_same_ids(
 
 
 async def test_207_is_not_resent_blindly_but_bisected_to_name_the_rejected(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.reject_score = lambda body: f"trace {body['traceId']} is locked" if body["traceId"] in ("t3", "t6") else None
+    v4.reject_scores_when(
+        lambda body: f"trace {body['traceId']} is locked" if body["traceId"] in ("t3", "t6") else None
+    )
     scores = [score(trace=f"t{n}") for n in range(8)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert accounted_once(report, scores) and report.complete
     assert sorted(r.score.subject.trace_id or "" for r in report.rejected) == ["t3", "t6"]
     assert {r.reason for r in report.rejected} == {"trace t3 is locked", "trace t6 is locked"}
     assert all(r.by == "server" for r in report.rejected) and len(report.accepted) == 6
-    bodies = sent_bodies(fake)
+    bodies = sent_bodies(v4)
     assert len([b for b in bodies if len(b) == 8]) == 1  # the full batch was sent once
     assert report.requests == len(bodies) <= 1 + 2 * 2 * 3  # two offenders, depth 3
 
 
 async def test_207_beyond_the_bisect_budget_is_reported_with_counts(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.reject_score = lambda body: "config mismatch" if body["traceId"] == "t1" else None
+    v4.reject_scores_when(lambda body: "config mismatch" if body["traceId"] == "t1" else None)
     scores = [score(trace=f"t{n}") for n in range(4)]
     report = await make_client(ApiGeneration.V4, score_bisect_max_requests=0).post_scores(scores)
     assert not report.complete and accounted_once(report, scores)
@@ -274,31 +272,26 @@ async def test_207_beyond_the_bisect_budget_is_reported_with_counts(
         ("config mismatch",),
         4,
     )
-    assert len(fake.calls_to(*SCORES)) == 1
+    assert len(v4.calls_to(*SCORES)) == 1
 
 
 async def test_207_rejecting_everything_rejects_each_without_bisecting(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.reject_score = lambda body: "observation not found"
+    v4.reject_scores_when(lambda body: "observation not found")
     scores = [score(trace=f"t{n}") for n in range(5)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert [r.reason for r in report.rejected] == ["observation not found"] * 5
-    assert len(fake.calls_to(*SCORES)) == 1 and report.complete
+    assert len(v4.calls_to(*SCORES)) == 1 and report.complete
 
 
-async def test_a_400_on_the_list_is_bisected_to_the_bad_element(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
-) -> None:
-    def strict(request: httpx.Request, params: dict[str, str]) -> Reply:
-        body = json.loads(request.content)
-        if any(s["traceId"] == "t2" for s in body):
+async def test_a_400_on_the_list_is_bisected_to_the_bad_element(v4: InProcessLangfuse, make_client: MakeClient) -> None:
+    async def strict(request: Request, params: dict[str, str]) -> Reply:
+        if any(s["traceId"] == "t2" for s in request.json()):
             return f.error("Invalid request data: traceId t2 belongs to another project", 400)
-        for s in body:
-            v4.scores[s["id"]] = s
-        return f.scores_accepted()
+        return await v4.standin_answer(request)
 
-    fake.on(*SCORES, strict)
+    v4.on(*SCORES, strict)
     scores = [score(trace=f"t{n}") for n in range(4)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert [r.score.subject.trace_id for r in report.rejected] == ["t2"]
@@ -307,29 +300,29 @@ async def test_a_400_on_the_list_is_bisected_to_the_bad_element(
 
 
 async def test_429_on_post_waits_and_resends_the_same_batch(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*SCORES, f.error("rate limit", 429, **{"Retry-After": "5"}), f.error("down", 502))
+    v4.fail_next(*SCORES, f.error("rate limit", 429, **{"Retry-After": "5"}), f.error("down", 502))
     scores = [score(trace=f"t{n}") for n in range(3)]
     report = await make_client(ApiGeneration.V4).post_scores(scores)
     assert len(report.accepted) == 3 and clock.sleeps == [5.0, 4.0]
-    bodies = sent_bodies(fake)
+    bodies = sent_bodies(v4)
     assert bodies[0] == bodies[1] == bodies[2]  # the same ids, timestamps, values: an overwrite at worst
 
 
 async def test_langfuse_down_leaves_scores_undelivered_never_dropped(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    fake.fail_next(*SCORES, *[f.error("db down", 503)] * 3)
+    v4.fail_next(*SCORES, *[f.error("db down", 503)] * 3)
     scores = [score(trace=f"t{n}") for n in range(5)]
     report = await make_client(ApiGeneration.V4, score_batch_size=2, retry={"max_attempts": 3}).post_scores(scores)
     assert report.undelivered == scores and not report.complete
-    assert "db down" in report.errors[0] and len(fake.calls_to(*SCORES)) == 3  # later batches not attempted
+    assert "db down" in report.errors[0] and len(v4.calls_to(*SCORES)) == 3  # later batches not attempted
     assert accounted_once(report, scores)
 
 
-async def test_bad_keys_on_post_raise(v4: V4Server, fake: FakeLangfuse, make_client: MakeClient) -> None:
-    fake.fail_next(*SCORES, f.error("unauthorized", 401))
+async def test_bad_keys_on_post_raise(v4: InProcessLangfuse, make_client: MakeClient) -> None:
+    v4.fail_next(*SCORES, f.error("unauthorized", 401))
     with pytest.raises(LangfuseAuthError, match="LANGFUSE_SECRET_KEY"):
         await make_client(ApiGeneration.V4).post_scores([score()])
 
@@ -338,7 +331,7 @@ async def test_bad_keys_on_post_raise(v4: V4Server, fake: FakeLangfuse, make_cli
 
 
 async def test_v3_posts_score_create_events_with_the_score_timestamp(
-    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+    v3: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     scores = [
         score(trace="t1", comment="ok", environment="production"),
@@ -346,7 +339,7 @@ async def test_v3_posts_score_create_events_with_the_score_timestamp(
     ]
     report = await make_client(ApiGeneration.V3).post_scores(scores)
     assert len(report.accepted) == 2 and report.complete
-    (call,) = fake.calls_to("POST", "/api/public/ingestion")
+    (call,) = v3.calls_to("POST", "/api/public/ingestion")
     events = json.loads(call.request.content)["batch"]
     assert [e["type"] for e in events] == ["score-create", "score-create"]
     assert events[0]["timestamp"] == "2026-10-01T00:12:00.875Z" and "timestamp" not in events[0]["body"]
@@ -355,7 +348,7 @@ async def test_v3_posts_score_create_events_with_the_score_timestamp(
 
 
 async def test_v3_event_ids_repeat_for_the_same_content_and_change_with_it(
-    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+    v3: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     client = make_client(ApiGeneration.V3)
     await client.post_scores([score(value=0.5)])
@@ -367,11 +360,11 @@ async def test_v3_event_ids_repeat_for_the_same_content_and_change_with_it(
     assert ingestion_event_id("s", "a") != ingestion_event_id("s", "b")
 
 
-async def test_v3_per_event_errors_are_attributed(v3: V3Server, make_client: MakeClient) -> None:
-    def reject(event: dict[str, Any]) -> tuple[int, str] | None:
-        return {"t1": (400, "invalid value"), "t2": (500, "clickhouse timeout")}.get(event["body"].get("traceId") or "")
+async def test_v3_per_event_errors_are_attributed(v3: InProcessLangfuse, make_client: MakeClient) -> None:
+    def reject(score: dict[str, Any]) -> tuple[int, str] | None:
+        return {"t1": (400, "invalid value"), "t2": (500, "clickhouse timeout")}.get(score.get("traceId") or "")
 
-    v3.reject_event = reject
+    v3.reject_scores_when(reject)
     scores = [score(trace="t0"), score(trace="t1"), score(trace="t2")]
     report = await make_client(ApiGeneration.V3).post_scores(scores)
     assert [s.subject.trace_id for s in report.accepted] == ["t0"]
@@ -383,12 +376,10 @@ async def test_v3_per_event_errors_are_attributed(v3: V3Server, make_client: Mak
 
 
 async def test_missing_configs_are_created_numeric_0_to_1_existing_ones_reused(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
-    v4.configs = [
-        f.score_config("cfg-old", "rouge", min_value=0, max_value=1, archived=True),
-        f.score_config("cfg-bleu", "bleu"),
-    ]
+    v4.add_score_config(f.score_config("cfg-old", "rouge", min_value=0, max_value=1, archived=True))
+    v4.add_score_config(f.score_config("cfg-bleu", "bleu"))
     client = make_client(ApiGeneration.V4)
     configs = await client.ensure_score_configs(
         [ScoreConfigSpec("rouge"), ScoreConfigSpec("bleu"), ScoreConfigSpec("goal", "BOOLEAN", None, None)]
@@ -398,59 +389,61 @@ async def test_missing_configs_are_created_numeric_0_to_1_existing_ones_reused(
         "bleu": "cfg-bleu",
         "goal": "cfg-4",
     }
-    created = [json.loads(c.request.content) for c in fake.calls_to("POST", "/api/public/score-configs")]
+    created = [json.loads(c.request.content) for c in v4.calls_to("POST", "/api/public/score-configs")]
     assert created == [
         {"name": "rouge", "dataType": "NUMERIC", "minValue": 0.0, "maxValue": 1.0},
         {"name": "goal", "dataType": "BOOLEAN"},
     ]
 
 
-async def test_a_config_of_another_type_is_a_configuration_error(v4: V4Server, make_client: MakeClient) -> None:
-    v4.configs = [f.score_config("cfg-1", "goal", data_type="CATEGORICAL", categories=[{"value": 1, "label": "yes"}])]
+async def test_a_config_of_another_type_is_a_configuration_error(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    v4.add_score_config(
+        f.score_config("cfg-1", "goal", data_type="CATEGORICAL", categories=[{"value": 1, "label": "yes"}])
+    )
     with pytest.raises(ConfigError, match=r"'goal' .* exists in Langfuse as CATEGORICAL"):
         await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("goal")])
 
 
 async def test_invalid_config_names_are_refused_before_any_request(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     with pytest.raises(ConfigError, match="at most 35 characters"):
         await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("x" * 36)])
-    assert fake.calls == []
+    assert v4.calls == []
 
 
 async def test_a_create_that_failed_after_succeeding_is_not_repeated(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    original = fake.handlers[("POST", "/api/public/score-configs")]
     answers = iter(["lost", "normal"])
 
-    def flaky(request: httpx.Request, params: dict[str, str]) -> Reply:
-        reply = original(request, params)  # the config is created…
+    async def flaky(request: Request, params: dict[str, str]) -> Reply:
+        reply = await v4.standin_answer(request)  # the config is created…
         return f.error("gateway timeout", 504) if next(answers) == "lost" else reply  # …but the answer is lost
 
-    fake.on("POST", "/api/public/score-configs", flaky)
+    v4.on("POST", "/api/public/score-configs", flaky)
     configs = await make_client(ApiGeneration.V4).ensure_score_configs([ScoreConfigSpec("rouge")])
     assert configs["rouge"].id == "cfg-1" and len(v4.configs) == 1
-    assert len(fake.calls_to("POST", "/api/public/score-configs")) == 1 and clock.sleeps == [2.0]
+    assert len(v4.calls_to("POST", "/api/public/score-configs")) == 1 and clock.sleeps == [2.0]
 
 
 async def test_a_create_whose_check_fails_too_gives_up_without_multiplying_retries(
-    v4: V4Server, fake: FakeLangfuse, clock: FakeClock, make_client: MakeClient
+    v4: InProcessLangfuse, clock: FakeClock, make_client: MakeClient
 ) -> None:
-    listing = fake.handlers[("GET", "/api/public/score-configs")]
     answered = []
 
-    def first_only(request: httpx.Request, params: dict[str, str]) -> Reply:
+    async def first_only(request: Request, params: dict[str, str]) -> Reply:
         answered.append(1)
-        return listing(request, params) if len(answered) == 1 else f.error("still down", 503)
+        return await v4.standin_answer(request) if len(answered) == 1 else f.error("still down", 503)
 
-    fake.on("GET", "/api/public/score-configs", first_only)  # the first listing works, then Langfuse falls over
-    fake.fail_next("POST", "/api/public/score-configs", f.error("down", 503))
+    v4.on("GET", "/api/public/score-configs", first_only)  # the first listing works, then Langfuse falls over
+    v4.fail_next("POST", "/api/public/score-configs", f.error("down", 503))
     client = make_client(ApiGeneration.V4, retry={"max_attempts": 3})
     with pytest.raises(LangfuseError, match="could not check whether score config 'rouge' exists"):
         await client.ensure_score_configs([ScoreConfigSpec("rouge")])
-    assert len(fake.calls_to("POST", "/api/public/score-configs")) == 1 and v4.configs == []
+    assert len(v4.calls_to("POST", "/api/public/score-configs")) == 1 and v4.configs == []
     assert len(answered) == 1 + 3  # the listing, then one re-check with its own three attempts
     assert clock.sleeps == [2.0, 2.0, 4.0]  # one wait before re-checking, the re-check's own two
 
@@ -459,43 +452,45 @@ async def test_a_create_whose_check_fails_too_gives_up_without_multiplying_retri
 
 
 async def test_a_server_before_the_list_endpoint_gets_ingestion_events(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    make_langfuse: MakeLangfuse, make_client: MakeClient
 ) -> None:
     """4.16's POST /scores takes one object (a list is a 400) and drops the timestamp: scores go as
     ingestion score-create events, whose envelope timestamp is the score's."""
+    v4 = make_langfuse("4.16.0")
     report = await make_client(ApiGeneration.V4, version="4.16.0").post_scores([score()])
     assert len(report.accepted) == 1 and report.complete
-    assert not fake.calls_to(*SCORES)
-    (call,) = fake.calls_to("POST", "/api/public/ingestion")
+    assert not v4.calls_to(*SCORES)
+    (call,) = v4.calls_to("POST", "/api/public/ingestion")
     (event,) = json.loads(call.request.content)["batch"]
     assert event["type"] == "score-create" and event["timestamp"] == format_timestamp(START)
+    assert v4.scores[score().id]["timestamp"] == format_timestamp(START)
 
 
 async def test_a_list_refused_as_a_whole_is_a_contract_failure_not_a_rejection(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    make_langfuse: MakeLangfuse, make_client: MakeClient
 ) -> None:
-    """Every list answered 400 ("expected object, received array"): nothing went through, so the shape is
-    refused, not the scores — raised, with no score reported rejected (the worker settles nothing)."""
-    refused = Reply(400, {"message": "Invalid request data", "error": [{"message": "Expected object, received array"}]})
-    fake.on("POST", "/api/public/scores", refused)
+    """4.16 answers every list 400 ("expected object, received array"): nothing went through, so the shape
+    is refused, not the scores — raised, with no score reported rejected (the worker settles nothing)."""
+    v4 = make_langfuse("4.16.0")
     scores = [score(trace=f"t{n}") for n in range(4)]
     with pytest.raises(LangfuseContractError, match=r"refused the request as a whole.*Expected object"):
         await make_client(ApiGeneration.V4, score_posting="scores-batch").post_scores(scores)
-    assert len(fake.calls_to(*SCORES)) <= 1 + 32  # bisection stays within its budget
+    assert 1 <= len(v4.calls_to(*SCORES)) <= 1 + 32  # bisection stays within its budget
+    assert {c.status for c in v4.calls_to(*SCORES)} == {400} and v4.scores == {}
 
 
 @pytest.mark.parametrize("status", [404, 405])
 async def test_a_missing_score_route_is_a_contract_failure(
-    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient, status: int
+    v3: InProcessLangfuse, make_client: MakeClient, status: int
 ) -> None:
-    fake.on("POST", "/api/public/ingestion", f.error("not here", status))
+    v3.on("POST", "/api/public/ingestion", f.error("not here", status))
     with pytest.raises(LangfuseContractError, match=f"HTTP {status}"):
         await make_client(ApiGeneration.V3).post_scores([score()])
-    assert len(fake.calls_to("POST", "/api/public/ingestion")) == 1
+    assert len(v3.calls_to("POST", "/api/public/ingestion")) == 1
 
 
 async def test_a_rescore_sends_every_field_so_a_merge_leaves_nothing_stale(
-    v3: V3Server, fake: FakeLangfuse, make_client: MakeClient
+    v3: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     """Langfuse merges a re-posted score into the stored row (absent fields keep old values, metadata
     deep-merged): a dropped comment goes as null, nested metadata as JSON text (replaced whole)."""
@@ -503,19 +498,19 @@ async def test_a_rescore_sends_every_field_so_a_merge_leaves_nothing_stale(
     await client.post_scores([score(comment="old reason", metadata={"details": {"a": 1, "b": 2}})])
     await client.post_scores([score(metadata={"details": {"a": 1}})])
     first, second = (
-        json.loads(c.request.content)["batch"][0]["body"] for c in fake.calls_to("POST", "/api/public/ingestion")
+        json.loads(c.request.content)["batch"][0]["body"] for c in v3.calls_to("POST", "/api/public/ingestion")
     )
     assert first["comment"] == "old reason" and json.loads(first["metadata"]["details"]) == {"a": 1, "b": 2}
     assert second["comment"] is None and second["metadata"] == {"details": '{"a": 1}'}
 
 
 async def test_a_name_the_server_always_refuses_costs_one_request_per_name_then_none_extra(
-    v4: V4Server, fake: FakeLangfuse, make_client: MakeClient
+    v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     """A 207 mixing accepted and refused scores, where the server refuses one score *name*: the list is
     resent once per name (not halved dozens of times), the name's scores are reported rejected, and later
     posts send that name in a list of its own — no further bisection."""
-    v4.reject_score = lambda body: "score config mismatch" if body["name"] == "refused" else None
+    v4.reject_scores_when(lambda body: "score config mismatch" if body["name"] == "refused" else None)
     client = make_client(ApiGeneration.V4)
     names = ("rouge", "refused", "tool_call_accuracy", "bleu")
     scores = [score(trace=f"t{n}", name=names[n % 4]) for n in range(200)]

@@ -3,20 +3,34 @@ adapter clients and judges wired to them over real loopback HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
 from standins.generate import Scenario
-from standins.handles import LangfuseHandle, OpenAIHandle, start_langfuse, start_openai
+from standins.handles import LangfuseHandle, OpenAIHandle, StandinHandle, start_langfuse, start_openai
 from standins.langfuse_server import LangfuseOptions
 from standins.openai_server import OpenAIOptions
 from tests.support.langfuse_client import MakeClient
 from tests.support.standins import StartLangfuse, StartOpenAI, small_scenario
 from trace_scorer.config.langfuse import LangfuseRetrySettings, LangfuseSettings
 from trace_scorer.langfuse import LangfuseClient
+
+
+def stop_all(handles: Sequence[StandinHandle]) -> list[str]:
+    """Stop the stand-ins a test left running; the violations they saw (one the test stopped itself, it
+    checked itself)."""
+    problems: list[str] = []
+    for handle in handles:
+        if handle.stopped:
+            continue
+        try:
+            problems += handle.violations()
+        finally:
+            handle.stop()
+    return problems
 
 
 @pytest.fixture
@@ -30,14 +44,7 @@ def start_lf() -> Iterator[StartLangfuse]:
         return handle
 
     yield start
-    problems = []
-    for handle in handles:
-        if handle.stopped:  # the test stopped it (and checked it) itself
-            continue
-        try:
-            problems += handle.violations()
-        finally:
-            handle.stop()
+    problems = stop_all(handles)
     assert not problems, "contract violations:\n" + "\n".join(problems)
 
 
@@ -51,14 +58,7 @@ def start_llm() -> Iterator[StartOpenAI]:
         return handle
 
     yield start
-    problems = []
-    for handle in handles:
-        if handle.stopped:
-            continue
-        try:
-            problems += handle.violations()
-        finally:
-            handle.stop()
+    problems = stop_all(handles)
     assert not problems, "request/answer violations:\n" + "\n".join(problems)
 
 

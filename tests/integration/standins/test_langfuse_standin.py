@@ -24,6 +24,7 @@ from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import (
     ApiGeneration,
     LangfuseAuthError,
+    LangfuseClient,
     ScoreConfigSpec,
     ScoreSubject,
     ScoreToPost,
@@ -35,6 +36,11 @@ from trace_scorer.langfuse import endpoints as ep
 
 ALL_TIME = TimeWindow(datetime.fromisoformat(END) - timedelta(days=1), datetime.fromisoformat(END) + timedelta(hours=1))
 PRODUCTION = TraceFilter(environments=("production",))
+
+
+def production(row: dict[str, Any]) -> bool:
+    """A production root."""
+    return bool(row["environment"] == "production")
 
 
 def expected_roots(
@@ -49,6 +55,12 @@ def expected_roots(
         if predicate(row):
             roots[header.trace_id] = row
     return roots
+
+
+async def connected(client: LangfuseClient) -> LangfuseClient:
+    """The client, connected (start-up done)."""
+    await client.connect()
+    return client
 
 
 async def roots_of(
@@ -118,10 +130,9 @@ async def test_roots_page_through_and_duplicate_rows_are_read_once(
 ) -> None:
     scenario = small_scenario(duplicate_rate=0.5)
     lf = start_lf(scenario=scenario)
-    client = client_for(lf, page_size=7)
-    await client.connect()
+    client = await connected(client_for(lf, page_size=7))
     roots = await roots_of(client)
-    expected = expected_roots(scenario, lambda row: row["environment"] == "production")
+    expected = expected_roots(scenario, production)
     assert sorted(r.trace_id for r in roots) == sorted(expected)
     assert len(roots) == len({r.trace_id for r in roots})
     stats = lf.stats()
@@ -134,10 +145,9 @@ async def test_roots_page_through_and_duplicate_rows_are_read_once(
 async def test_rows_repeated_across_pages_are_read_once(start_lf: StartLangfuse, client_for: MakeClient) -> None:
     scenario = small_scenario(duplicate_rate=0.0)
     lf = start_lf(scenario=scenario, repeat_boundary_rows=True)
-    client = client_for(lf, page_size=10)
-    await client.connect()
+    client = await connected(client_for(lf, page_size=10))
     roots = await roots_of(client)
-    expected = expected_roots(scenario, lambda row: row["environment"] == "production")
+    expected = expected_roots(scenario, production)
     assert sorted(r.trace_id for r in roots) == sorted(expected)
     pages = lf.count("GET /api/public/v2/observations") - 1  # minus the probe request at start-up
     # each page after the first began with the previous page's last row again
@@ -149,8 +159,7 @@ async def test_fetched_traces_are_the_generated_rows_and_extract(
 ) -> None:
     scenario = small_scenario(deviation_rate=0.0)
     lf = start_lf(scenario=scenario)
-    client = client_for(lf, page_size=50)
-    await client.connect()
+    client = await connected(client_for(lf, page_size=50))
     roots = await roots_of(client)
     traces = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
     (single,) = [t async for t in client.reads.fetch_traces(roots[:1])]
@@ -176,8 +185,7 @@ async def test_filters_select_what_langfuse_would(
 ) -> None:
     scenario = small_scenario(traces=80, environments={"production": 0.6, "staging": 0.4}, datasets=())
     lf = start_lf(scenario=scenario, generation=generation)
-    client = client_for(lf, page_size=25)
-    await client.connect()
+    client = await connected(client_for(lf, page_size=25))
 
     def tenant(row: dict[str, Any]) -> str:
         return str(row["metadata"]["tenant"])
@@ -206,8 +214,7 @@ async def test_experiments_give_every_attempt_with_its_expected_output(
 ) -> None:
     scenario = small_scenario()
     lf = start_lf(scenario=scenario, generation=generation)
-    client = client_for(lf)
-    await client.connect()
+    client = await connected(client_for(lf))
     corpus = Corpus(scenario)
     dataset = await client.reads.get_dataset("agent-bench")
     assert dataset.id == corpus.datasets["agent-bench"]["id"]
@@ -232,8 +239,7 @@ async def test_scores_are_accepted_and_a_rejected_one_is_reported(
     generation: str, start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
     lf = start_lf(version=LIST_POSTING[generation])
-    client = client_for(lf)
-    await client.connect()
+    client = await connected(client_for(lf))
     roots = (await roots_of(client))[:6]
     good = [ScoreToPost(ScoreSubject.trace(r.trace_id), "accuracy", 0.25, r.start_time) for r in roots]
     report = await client.post_scores(good)
@@ -259,8 +265,7 @@ async def test_upsert_rule_same_id_name_and_date_overwrites_another_date_duplica
     generation: str, start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
     lf = start_lf(generation=generation)
-    client = client_for(lf)
-    await client.connect()
+    client = await connected(client_for(lf))
     root = (await roots_of(client))[0]
     first = ScoreToPost(ScoreSubject.trace(root.trace_id), "accuracy", 0.2, root.start_time)
     again = ScoreToPost(ScoreSubject.trace(root.trace_id), "accuracy", 0.9, root.start_time + timedelta(minutes=1))
@@ -282,8 +287,7 @@ async def test_scores_read_back_through_the_packages_own_client(
     start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
     lf = start_lf()
-    client = client_for(lf)
-    await client.connect()
+    client = await connected(client_for(lf))
     roots = (await roots_of(client))[:3]
     await client.ensure_score_configs([ScoreConfigSpec("ok", data_type="BOOLEAN", min_value=None, max_value=None)])
     scores = [ScoreToPost(ScoreSubject.trace(r.trace_id), "ok", True, r.start_time, data_type="BOOLEAN") for r in roots]
@@ -366,8 +370,7 @@ async def test_429s_are_waited_out_as_retry_after_says(
     generation: str, start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
     lf = start_lf(generation=generation)
-    client = client_for(lf, page_size=20)
-    await client.connect()
+    client = await connected(client_for(lf, page_size=20))
     lf.set_faults(rate_429=0.3, retry_after=0.1, seed=3)
     started = time.monotonic()
     roots = await roots_of(client)
@@ -387,8 +390,7 @@ async def test_429s_are_waited_out_as_retry_after_says(
 
 async def test_a_plan_limit_is_met_with_waits_not_failures(start_lf: StartLangfuse, client_for: MakeClient) -> None:
     lf = start_lf()
-    client = client_for(lf, page_size=5, per_trace_fetch_max=100)
-    await client.connect()
+    client = await connected(client_for(lf, page_size=5, per_trace_fetch_max=100))
     lf.set_faults(requests_per_window=8, window_seconds=0.5)
     roots = await roots_of(client)
     traces = [t async for t in client.reads.fetch_traces(roots[:10])]
@@ -417,15 +419,14 @@ async def test_5xx_and_dropped_connections_are_retried_and_nothing_is_lost(
 ) -> None:
     scenario = small_scenario()
     lf = start_lf(generation=generation, scenario=scenario)
-    client = client_for(lf, page_size=20)
-    await client.connect()
+    client = await connected(client_for(lf, page_size=20))
     lf.set_faults(rate_5xx=0.1, rate_drop=0.1, rate_reset=0.05, seed=5)
     roots = await roots_of(client)
     traces = [t async for t in client.reads.fetch_traces(roots)]
     report = await client.post_scores(
         [ScoreToPost(ScoreSubject.trace(r.trace_id), "accuracy", 0.5, r.start_time) for r in roots]
     )
-    expected = expected_roots(scenario, lambda row: row["environment"] == "production")
+    expected = expected_roots(scenario, production)
     assert sorted(r.trace_id for r in roots) == sorted(expected)
     assert {t.trace_id for t in traces} == set(expected) and all(t.rows for t in traces)
     assert report.complete and len(report.accepted) == len(expected)
@@ -463,8 +464,7 @@ async def test_late_observations_appear_only_after_their_delay(start_lf: StartLa
     delay = (now - last_end).total_seconds() + 1.5  # the last late row arrives 1.5 s from now
     scenario = small_scenario(traces=3, spacing=1.0, end=base.end, duplicate_rate=0.0, late_rate=1.0, late_delay=delay)
     lf = start_lf(scenario=scenario)
-    client = client_for(lf, per_trace_fetch_max=5)
-    await client.connect()
+    client = await connected(client_for(lf, per_trace_fetch_max=5))
     window = TimeWindow(now - timedelta(hours=1), now)
     roots = await roots_of(client, window)
     assert len(roots) == 3  # roots are never late
@@ -483,8 +483,7 @@ async def test_live_traces_appear_as_time_passes_unfinished_first(
     now = datetime.now(UTC)
     scenario = small_scenario(traces=0, live=4, spacing=0.4, end=now.isoformat(), datasets=())
     lf = start_lf(scenario=scenario, generation="v3")
-    client = client_for(lf)
-    await client.connect()
+    client = await connected(client_for(lf))
     window = TimeWindow(now - timedelta(minutes=1), now + timedelta(minutes=5))
     before = await roots_of(client, window)
     assert wait_until(lambda: datetime.now(UTC) > now + timedelta(seconds=1.7), timeout=5)

@@ -414,9 +414,12 @@ def test_old_servers_ignore_trace_filters(version: str, applied: bool, start_lf:
 def test_the_process_cli_passes_version_and_write_mode() -> None:
     from standins.langfuse_server import options_to_argv
 
-    options = LangfuseOptions(version="4.16.0", write_mode="dual", export_delay=3.0, overrides={"otlp": False})
+    options = LangfuseOptions(
+        version="4.16.0", write_mode="dual", export_delay=3.0, overrides={"otlp": False}, more_keys=(("pk-2", "sk-2"),)
+    )
     _, rebuilt = parse_args(options_to_argv(options))
     assert (rebuilt.version, rebuilt.write_mode, rebuilt.export_delay) == ("4.16.0", "dual", 3.0)
+    assert rebuilt.more_keys == (("pk-2", "sk-2"),)
     assert rebuilt.profile == options.profile
 
 

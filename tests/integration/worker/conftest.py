@@ -1,5 +1,5 @@
-"""Worker tests: the real sources, batch scorer and state against the contract-checking fake Langfuse
-(``fake``, ``v4``, ``v3`` and ``clock`` come from :mod:`tests.support.fixtures`)."""
+"""Worker tests: the real sources, batch scorer and state against the in-process Langfuse stand-in
+(``v4``, ``v3``, ``make_langfuse`` and ``clock`` come from :mod:`tests.support.fixtures`)."""
 
 from __future__ import annotations
 

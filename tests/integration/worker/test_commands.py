@@ -1,4 +1,4 @@
-"""`trace-scorer check` and `trace-scorer backfill` through the CLI, against the fake Langfuse."""
+"""`trace-scorer check` and `trace-scorer backfill` through the CLI, against the in-process Langfuse stand-in."""
 
 from __future__ import annotations
 
@@ -8,65 +8,40 @@ from pathlib import Path
 import pytest
 
 from tests.support import langfuse_factories as f
-from tests.support.langfuse_client import PUBLIC, SECRET
-from tests.support.langfuse_fake import BASE_URL, FakeLangfuse, V4Server
-from tests.support.worker import agent_trace
+from tests.support.langfuse_client import BASE_URL, SECRET
+from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
+from tests.support.worker import CLI_SETTINGS, agent_trace
 from trace_scorer import cli
 
-CONFIG = f"""
-[log]
-level = "WARNING"
-[langfuse]
-base_url = "{BASE_URL}"
-[http]
-enabled = false
-[state]
-path = "state.db"
-[[targets]]
-name = "agent"
-max_window = "6h"
-  [targets.references]
-  expected = ["$.trace.metadata.expected_answer"]
-  reference_tool_calls = ["$.trace.metadata.expected_calls"]
-  [[targets.metrics]]
-  metric = "tool_call_accuracy"
-  [[targets.metrics]]
-  metric = "rouge"
-"""
+pytestmark = pytest.mark.usefixtures("cli_workdir")
 
 
-@pytest.fixture(autouse=True)
-def _workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "settings.toml").write_text(CONFIG)
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", PUBLIC)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
-    for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def test_check_prints_server_project_and_score_configs(v4: V4Server, capsys: pytest.CaptureFixture[str]) -> None:
-    v4.configs.append(f.score_config("cfg-9", "rouge"))
+def test_check_prints_server_project_and_score_configs(
+    v4: InProcessLangfuse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v4.add_score_config(f.score_config("cfg-9", "rouge"))
     assert cli.main(["check"]) == 0
     out = capsys.readouterr().out
-    assert "server 4.60.0, API v4 (probed), scores posted via scores-batch" in out and "project demo" in out
+    assert "server 4.60.0, API v4 (probed), scores posted via scores-batch" in out and "project standin" in out
     assert "target agent (traces): endpoints answer" in out
     assert "rouge" in out and "cfg-9" in out
     assert "tool_call_accuracy" in out and "missing (created by run)" in out
     assert len(v4.configs) == 1  # check creates nothing
 
 
-def test_check_reports_the_score_posting_of_an_older_server(v4: V4Server, capsys: pytest.CaptureFixture[str]) -> None:
-    v4.version = "4.16.0"
+def test_check_reports_the_score_posting_of_an_older_server(
+    make_langfuse: MakeLangfuse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_langfuse("4.16.0")
     assert cli.main(["check"]) == 0
     assert "server 4.16.0, API v4 (probed), scores posted via ingestion" in capsys.readouterr().out
 
 
 def test_check_fails_naming_a_dataset_the_server_does_not_have(
-    v4: V4Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    v4: InProcessLangfuse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "settings.toml").write_text(
-        CONFIG + '[[targets]]\nname = "bench"\nsource = "dataset_runs"\ndatasets = ["nope"]\n'
+        CLI_SETTINGS + '[[targets]]\nname = "bench"\nsource = "dataset_runs"\ndatasets = ["nope"]\n'
         '  [[targets.metrics]]\n  metric = "rouge"\n'
     )
     assert cli.main(["check"]) == 1
@@ -76,28 +51,30 @@ def test_check_fails_naming_a_dataset_the_server_does_not_have(
 
 
 def test_check_fails_when_forced_legacy_reads_are_not_served(
-    v4: V4Server, fake: FakeLangfuse, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    v4: InProcessLangfuse, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """4.x in events_only mode answers the legacy routes 404: a configuration error (exit 2) naming the key."""
-    fake.on("GET", "/api/public/traces", f.error("not available in Langfuse v4 events_only mode", 404))
     monkeypatch.setenv("TRACE_SCORER_LANGFUSE__API_GENERATION", "v3")
     assert cli.main(["check"]) == 2
     assert "api_generation: 'v3'" in capsys.readouterr().err
 
 
-def test_wrong_credentials_exit_2_with_a_clear_message(fake: FakeLangfuse, capsys: pytest.CaptureFixture[str]) -> None:
-    fake.on("GET", "/api/public/health", f.Reply(200, f.health()))
-    fake.on("GET", "/api/public/projects", f.Reply(401, {"message": "Invalid credentials"}))
+def test_wrong_credentials_exit_2_with_a_clear_message(
+    v4: InProcessLangfuse, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong = "sk-lf-not-this-project-0000"
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", wrong)
     assert cli.main(["check"]) == 2
     err = capsys.readouterr().err
-    assert BASE_URL in err and "LANGFUSE_PUBLIC_KEY" in err and SECRET not in err
+    assert BASE_URL in err and "LANGFUSE_PUBLIC_KEY" in err and wrong not in err and SECRET not in err
+    assert v4.calls and {c.status for c in v4.calls} == {401}
 
 
-def test_backfill_scores_a_past_window_once(v4: V4Server, capsys: pytest.CaptureFixture[str]) -> None:
+def test_backfill_scores_a_past_window_once(v4: InProcessLangfuse, capsys: pytest.CaptureFixture[str]) -> None:
     start = f.T0 + timedelta(hours=1)
     for index in range(5):
-        v4.observations += agent_trace(f"old-{index}", start + timedelta(minutes=10 * index))
-    v4.observations += agent_trace("outside", start + timedelta(days=2))
+        v4.add_rows(*agent_trace(f"old-{index}", start + timedelta(minutes=10 * index)))
+    v4.add_rows(*agent_trace("outside", start + timedelta(days=2)))
     args = ["backfill", "--target", "agent", "--from", start.date().isoformat(), "--to", "2026-10-01T12:00"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out

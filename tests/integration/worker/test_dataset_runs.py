@@ -7,8 +7,8 @@ from typing import Any
 
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
-from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
-from tests.support.worker import MakeHarness, agent_trace, v3_agent_trace
+from tests.support.langfuse_inprocess import InProcessLangfuse
+from tests.support.worker import MakeHarness, agent_trace
 from trace_scorer.langfuse import ScoreSubject, score_id
 
 CITIES = {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Oslo"}
@@ -35,24 +35,25 @@ def expected(city: str) -> dict[str, Any]:
     }
 
 
-def add_run(v4: V4Server, run_id: str, name: str, start: datetime, answers: dict[str, str]) -> None:
-    """An experiment whose item for each dataset item called get_weather for the city in ``answers``."""
-    v4.experiments.append(f.experiment(run_id, name, "ds-1", start))
+def add_run(v4: InProcessLangfuse, run_id: str, name: str, start: datetime, answers: dict[str, str]) -> None:
+    """An experiment of the dataset ``agent-bench`` whose item for each dataset item called get_weather for
+    the city in ``answers``."""
+    v4.add_dataset("ds-1", "agent-bench")
+    v4.add_experiment(f.experiment(run_id, name, "ds-1", start))
     for index, (item_id, called_city) in enumerate(answers.items()):
         trace_id = f"{run_id}-{item_id}"
         t = start + timedelta(seconds=10 * index)
-        v4.observations += agent_trace(
-            trace_id,
-            t,
-            city=called_city,
-            environment="sdk-experiment",
-            answer=f"It is 18 °C in {called_city} with light rain.",
-        )
-        v4.items.append(
+        v4.add_rows(*weather_run(trace_id, t, called_city, environment="sdk-experiment"))
+        v4.add_experiment_item(
             f.experiment_item(
                 f"{trace_id}-root", trace_id, run_id, name, item_id, t, expected_output=expected(CITIES[item_id])
             )
         )
+
+
+def weather_run(trace_id: str, start: datetime, called_city: str, **kw: Any) -> list[dict[str, Any]]:
+    """An agent run that called get_weather for ``called_city`` and answered about it."""
+    return agent_trace(trace_id, start, city=called_city, answer=f"It is 18 °C in {called_city} with light rain.", **kw)
 
 
 def run_scores(scores: dict[str, dict[str, Any]], run_id: str) -> dict[str, dict[str, Any]]:
@@ -60,9 +61,8 @@ def run_scores(scores: dict[str, dict[str, Any]], run_id: str) -> dict[str, dict
 
 
 async def test_items_scored_with_expected_output_then_the_run_once_quiet(
-    harness: MakeHarness, v4: V4Server, clock: FakeClock
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
-    v4.add_dataset("ds-1", "agent-bench")
     start = clock.now() - timedelta(hours=1)
     add_run(v4, "exp-1", "baseline", start, {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Bergen"})
     h = await harness(bench_target())
@@ -92,9 +92,8 @@ async def test_items_scored_with_expected_output_then_the_run_once_quiet(
 
 
 async def test_more_items_update_the_run_with_the_same_ids(
-    harness: MakeHarness, v4: V4Server, clock: FakeClock
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
-    v4.add_dataset("ds-1", "agent-bench")
     start = clock.now() - timedelta(hours=1)
     add_run(v4, "exp-1", "baseline", start, {"item-tokyo": "Tokyo", "item-paris": "Lyon"})
     h = await harness(bench_target())
@@ -107,8 +106,8 @@ async def test_more_items_update_the_run_with_the_same_ids(
 
     trace_id = "exp-1-item-oslo"
     t = clock.now() - timedelta(minutes=1)
-    v4.observations += agent_trace(trace_id, t, city="Oslo", environment="sdk-experiment")
-    v4.items.append(
+    v4.add_rows(*agent_trace(trace_id, t, city="Oslo", environment="sdk-experiment"))
+    v4.add_experiment_item(
         f.experiment_item(
             f"{trace_id}-root", trace_id, "exp-1", "baseline", "item-oslo", t, expected_output=expected("Oslo")
         )
@@ -120,8 +119,9 @@ async def test_more_items_update_the_run_with_the_same_ids(
     assert len(v4.scores) == count + 3  # the new trace's 3 scores; the run's scores were overwritten
 
 
-async def test_pass_at_k_across_the_runs_of_a_dataset(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
-    v4.add_dataset("ds-1", "agent-bench")
+async def test_pass_at_k_across_the_runs_of_a_dataset(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
     start = clock.now() - timedelta(hours=2)
     # Three attempts at each question: Tokyo always right, Paris right twice, Oslo never.
     add_run(v4, "exp-a", "attempt 1", start, {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Bergen"})
@@ -161,18 +161,14 @@ async def test_pass_at_k_across_the_runs_of_a_dataset(harness: MakeHarness, v4: 
         assert run["tool_call_accuracy"]["value"] == 5 / 9  # the group's mean over all its runs
 
 
-async def test_dataset_runs_on_a_v3_server(harness: MakeHarness, v3: V3Server, clock: FakeClock) -> None:
-    v3.add_dataset("ds-1", "agent-bench")
-    for item_id, city in CITIES.items():
-        v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=expected(city)))
+async def test_dataset_runs_on_a_v3_server(harness: MakeHarness, v3: InProcessLangfuse, clock: FakeClock) -> None:
     start = clock.now() - timedelta(hours=1)
-    run = f.v3_dataset_run("run-1", "baseline", "ds-1", "agent-bench", start, start + timedelta(minutes=1))
-    v3.runs["agent-bench"] = [run]
+    run = v3_bench_run(v3, "baseline", start)
     for index, (item_id, city) in enumerate(CITIES.items()):
         trace_id = f"run-1-{item_id}"
         t = start + timedelta(seconds=index)
-        v3.add_trace(v3_agent_trace(trace_id, t, city if item_id != "item-oslo" else "Bergen"))
-        v3.run_items.append(f.v3_dataset_run_item(f"ri-{index}", run, item_id, trace_id, t))
+        v3.add_rows(*weather_run(trace_id, t, city if item_id != "item-oslo" else "Bergen"))
+        v3.add_dataset_run_item(f.v3_dataset_run_item(f"ri-{index}", run, item_id, trace_id, t))
     h = await harness(bench_target())
     context = await h.open()
     assert context.info.generation == "v3"
@@ -184,28 +180,21 @@ async def test_dataset_runs_on_a_v3_server(harness: MakeHarness, v3: V3Server, c
     assert run_level["tool_call_accuracy"]["value"] == 2 / 3
 
 
-async def test_production_traces_on_a_v3_server(
-    harness: MakeHarness, v3: V3Server, fake: FakeLangfuse, clock: FakeClock
-) -> None:
+async def test_production_traces_on_a_v3_server(harness: MakeHarness, v3: InProcessLangfuse, clock: FakeClock) -> None:
     from tests.support.worker import traces_target
 
     start = clock.now() - timedelta(minutes=30)
-    for index in range(3):
-        trace = v3_agent_trace(f"v3-t{index}", start + timedelta(seconds=index), "Tokyo")
-        trace["metadata"] = {
-            "expected_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}],
-            "expected_answer": "In Tokyo it is 18 °C with light rain.",
-        }
-        v3.add_trace(trace)
+    for index in range(3):  # the expected calls and answer in the trace's metadata
+        v3.add_rows(*weather_run(f"v3-t{index}", start + timedelta(seconds=index), "Tokyo"))
     h = await harness(traces_target())
     context = await h.open()
-    startup = len(fake.calls)
+    startup = len(v3.calls)
     report = await h.tick(context)
     assert report.scored == 3
     values = {(s["traceId"], s["name"]): s["value"] for s in v3.scores.values()}
     assert values[("v3-t0", "tool_call_accuracy")] == 1.0
     assert len(values) == 12
-    calls = fake.calls[startup:]
+    calls = v3.calls[startup:]
     print(
         f"\nv3: {sum(c.method == 'GET' for c in calls)} reads and {sum(c.method == 'POST' for c in calls)} "
         f"ingestion posts for 3 traces"
@@ -217,8 +206,9 @@ async def test_production_traces_on_a_v3_server(
     assert len(v3.events) == events
 
 
-async def test_runs_chosen_by_name_pattern_or_list(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
-    v4.add_dataset("ds-1", "agent-bench")
+async def test_runs_chosen_by_name_pattern_or_list(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
     start = clock.now() - timedelta(hours=3)
     add_run(v4, "exp-n1", "nightly-2026-10-01", start, {"item-tokyo": "Tokyo"})
     add_run(v4, "exp-n2", "nightly-2026-10-02", start + timedelta(hours=1), {"item-tokyo": "Kyoto"})
@@ -233,7 +223,7 @@ async def test_runs_chosen_by_name_pattern_or_list(harness: MakeHarness, v4: V4S
     assert scored_runs == {"exp-n1", "exp-n2"}
     assert run_scores(v4.scores, "exp-n1")["tool_call_accuracy"]["value"] == 0.5  # mean over both nightly runs
 
-    v4.scores.clear()
+    v4.clear_scores()
     context.state.close()  # the first worker is gone (and its lock on the state file with it)
     listed = await harness(bench_target(name="listed", run_names=["try-new-prompt"]))
     listed.settings = listed.settings.model_copy(update={"state": h.settings.state})
@@ -242,31 +232,37 @@ async def test_runs_chosen_by_name_pattern_or_list(harness: MakeHarness, v4: V4S
     assert {s["traceId"] for s in v4.scores.values()} == {"exp-adhoc-item-tokyo"}
 
 
-def add_v3_item(v3: V3Server, run: dict[str, Any], index: int, item_id: str, t: datetime) -> None:
-    trace_id = f"{run['id']}-{item_id}-{index}"
-    v3.add_trace(v3_agent_trace(trace_id, t, CITIES[item_id]))
-    v3.run_items.append(f.v3_dataset_run_item(f"ri-{index}", run, item_id, trace_id, t))
-
-
-async def test_v3_run_keeps_being_scored_after_lookback_since_its_creation(
-    harness: MakeHarness, v3: V3Server, fake: FakeLangfuse, clock: FakeClock
-) -> None:
-    """Finding 4: a v3 run's updatedAt never moves; items arriving after lookback are still scored."""
+def v3_bench_run(v3: InProcessLangfuse, name: str, created: datetime) -> dict[str, Any]:
+    """The dataset with an item for each city, and its run ``run-1`` created at ``created``."""
     v3.add_dataset("ds-1", "agent-bench")
     for item_id, city in CITIES.items():
         v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=expected(city)))
+    run = f.v3_dataset_run("run-1", name, "ds-1", "agent-bench", created)
+    v3.add_dataset_run(run)
+    return run
+
+
+def add_v3_item(v3: InProcessLangfuse, run: dict[str, Any], index: int, item_id: str, t: datetime) -> None:
+    trace_id = f"{run['id']}-{item_id}-{index}"
+    v3.add_rows(*weather_run(trace_id, t, CITIES[item_id]))
+    v3.add_dataset_run_item(f.v3_dataset_run_item(f"ri-{index}", run, item_id, trace_id, t))
+
+
+async def test_v3_run_keeps_being_scored_after_lookback_since_its_creation(
+    harness: MakeHarness, v3: InProcessLangfuse, clock: FakeClock
+) -> None:
+    """Finding 4: a v3 run's updatedAt never moves; items arriving after lookback are still scored."""
     created = clock.now() - timedelta(minutes=30)
-    run = f.v3_dataset_run("run-1", "long", "ds-1", "agent-bench", created)  # updatedAt == createdAt
-    v3.runs["agent-bench"] = [run]
+    run = v3_bench_run(v3, "long", created)  # updatedAt == createdAt
     add_v3_item(v3, run, 0, "item-tokyo", created + timedelta(minutes=1))
     h = await harness(bench_target(lookback="1h"))
     context = await h.open()
     assert (await h.tick(context, "bench")).scored == 1
 
-    full_reads = len(fake.calls_to("GET", "/api/public/dataset-run-items"))
+    full_reads = len(v3.calls_to("GET", "/api/public/dataset-run-items"))
     clock.elapsed += 120
     report = await h.tick(context, "bench")  # nothing new: one count request, no item read, nothing scored
-    assert report.scored == 0 and len(fake.calls_to("GET", "/api/public/dataset-run-items")) == full_reads + 1
+    assert report.scored == 0 and len(v3.calls_to("GET", "/api/public/dataset-run-items")) == full_reads + 1
 
     for step in range(1, 4):  # 40, 80, 120 minutes later: the run was created well before the lookback
         clock.elapsed += 40 * 60
@@ -282,19 +278,15 @@ async def test_v3_run_keeps_being_scored_after_lookback_since_its_creation(
 
 
 async def test_no_run_level_scores_on_servers_without_dataset_run_scores(
-    harness: MakeHarness, v3: V3Server, clock: FakeClock
+    harness: MakeHarness, v3: InProcessLangfuse, clock: FakeClock
 ) -> None:
     """2.x requires a traceId on every score: run-level scores are not posted, and the log says so."""
     import structlog
 
     from trace_scorer.langfuse.server import ServerCapabilities
 
-    v3.add_dataset("ds-1", "agent-bench")
-    for item_id, city in CITIES.items():
-        v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=expected(city)))
     start = clock.now() - timedelta(minutes=30)
-    run = f.v3_dataset_run("run-1", "baseline", "ds-1", "agent-bench", start)
-    v3.runs["agent-bench"] = [run]
+    run = v3_bench_run(v3, "baseline", start)
     for index, item_id in enumerate(CITIES):
         add_v3_item(v3, run, index, item_id, start + timedelta(seconds=index))
     h = await harness(bench_target())

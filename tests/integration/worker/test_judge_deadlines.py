@@ -1,6 +1,6 @@
 """Issue #13 through the worker: a judge that never answers does not hold the batch's other scores back,
 and the judge's retries reach ``/metrics``. The judge endpoint is an in-process ``httpx.MockTransport``
-(the fake Langfuse's respx router serves only Langfuse); deadlines are expired on events, never on time."""
+(the in-process Langfuse's respx router serves only Langfuse); deadlines are expired on events, never on time."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import structlog
 from tests.support.clocks import FakeClock, SleepRecorder
 from tests.support.deadlines import ManualDeadlines
 from tests.support.judge import completion, error, verdict
-from tests.support.langfuse_fake import V4Server
+from tests.support.langfuse_inprocess import InProcessLangfuse
 from tests.support.worker import MakeHarness, agent_trace, traces_target
 from trace_scorer import resources
 from trace_scorer.config.judge import ProviderSettings
@@ -45,9 +45,7 @@ def chat_server(monkeypatch: pytest.MonkeyPatch, sleeps: SleepRecorder) -> Calla
             return provider_client.open_client(settings, api_key, mocked)
 
         monkeypatch.setattr(judge_chat, "open_client", open_client)
-        monkeypatch.setattr(
-            resources, "build_judge", functools.partial(build_judge, sleep=sleeps, clock=sleeps.clock)
-        )
+        monkeypatch.setattr(resources, "build_judge", functools.partial(build_judge, sleep=sleeps, clock=sleeps.clock))
 
     return serve
 
@@ -67,7 +65,7 @@ def judge_of(context: Context) -> Judge:
 
 
 async def test_a_judge_that_never_answers_fails_only_its_metric_and_the_batch_is_posted(
-    harness: MakeHarness, v4: V4Server, clock: FakeClock, chat_server: Callable[[ChatServer], None]
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock, chat_server: Callable[[ChatServer], None]
 ) -> None:
     holding = asyncio.Event()
 
@@ -77,7 +75,7 @@ async def test_a_judge_that_never_answers_fails_only_its_metric_and_the_batch_is
         raise AssertionError("unreachable")
 
     chat_server(never_answers)
-    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    v4.add_rows(*agent_trace("t1", clock.now() - timedelta(minutes=30)))
     h = await harness(TARGET, providers=[PROVIDER], judge={"tracing": False})
     context = await h.open()
     deadlines = ManualDeadlines()
@@ -108,7 +106,7 @@ async def test_a_judge_that_never_answers_fails_only_its_metric_and_the_batch_is
 
 async def test_judge_retries_and_their_waits_reach_the_metrics(
     harness: MakeHarness,
-    v4: V4Server,
+    v4: InProcessLangfuse,
     clock: FakeClock,
     sleeps: SleepRecorder,
     chat_server: Callable[[ChatServer], None],
@@ -119,7 +117,7 @@ async def test_judge_retries_and_their_waits_reach_the_metrics(
         return next(replies, None) or answer(request)
 
     chat_server(flaky)
-    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    v4.add_rows(*agent_trace("t1", clock.now() - timedelta(minutes=30)))
     h = await harness(TARGET, providers=[PROVIDER], judge={"tracing": False})
     context = await h.open()
     report = await h.tick(context)

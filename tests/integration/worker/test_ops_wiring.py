@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from tests.support.clocks import FakeClock
-from tests.support.langfuse_fake import FakeLangfuse, V4Server
+from tests.support.langfuse_inprocess import InProcessLangfuse
 from tests.support.worker import MakeHarness, agent_trace, traces_target
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import LangfuseClient
@@ -28,10 +28,12 @@ from trace_scorer.worker.service import Worker, open_context, unless_stopped
 from trace_scorer.worker.tick import TickReport
 
 
-async def test_a_long_tick_reports_progress_to_liveness(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
+async def test_a_long_tick_reports_progress_to_liveness(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
     start = clock.now() - timedelta(minutes=30)
     for index in range(3):
-        v4.observations += agent_trace(f"t{index}", start + timedelta(seconds=index))
+        v4.add_rows(*agent_trace(f"t{index}", start + timedelta(seconds=index)))
     h = await harness(traces_target(interval=1))
     moment = [0.0]
     health = Health(clock=lambda: moment[0], liveness_intervals=2, liveness_min=0)
@@ -49,7 +51,7 @@ async def test_a_long_tick_reports_progress_to_liveness(harness: MakeHarness, v4
     assert health.liveness().ok, health.liveness().reason  # listing, fetching and scoring count as activity
 
 
-async def test_langfuse_request_durations_are_exported(harness: MakeHarness, v4: V4Server) -> None:
+async def test_langfuse_request_durations_are_exported(harness: MakeHarness, v4: InProcessLangfuse) -> None:
     h = await harness()
     context = await h.open()
     registry = context.ops.telemetry.registry
@@ -115,7 +117,7 @@ class BatchInHand:
 
 @pytest.mark.parametrize(("finish", "finished"), [(0.2, True), (5.0, False)])
 async def test_stop_lets_the_running_tick_finish_within_the_grace_period(
-    harness: MakeHarness, v4: V4Server, finish: float, finished: bool
+    harness: MakeHarness, v4: InProcessLangfuse, finish: float, finished: bool
 ) -> None:
     h = await harness(traces_target(interval=60), worker={"shutdown_grace": 0.5})
     context = await h.open()
@@ -135,11 +137,14 @@ async def test_stop_lets_the_running_tick_finish_within_the_grace_period(
     assert took < 0.5 + 0.3 if not finished else finish <= took < 0.5
 
 
-async def test_skipped_traces_are_exported_by_reason(harness: MakeHarness, v4: V4Server, clock: FakeClock) -> None:
+async def test_skipped_traces_are_exported_by_reason(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
     start = clock.now() - timedelta(minutes=30)
-    v4.observations += agent_trace("running", start - timedelta(minutes=10), ended=False)  # holds the watermark
+    # Ended 1 minute ago, inside the quiet period: not finished yet (it holds the watermark).
+    v4.add_rows(*agent_trace("recent", clock.now() - timedelta(minutes=3), duration=120))
     for index in range(2):
-        v4.observations += agent_trace(f"t{index}", start + timedelta(seconds=index))
+        v4.add_rows(*agent_trace(f"t{index}", start + timedelta(seconds=index)))
     h = await harness()
     context = await h.open()
     worker = Worker(context, clock=clock.now)
@@ -160,16 +165,16 @@ async def test_skipped_traces_are_exported_by_reason(harness: MakeHarness, v4: V
 
 
 async def test_a_request_the_server_refuses_whole_stops_the_target_and_settles_nothing(
-    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
     """A 4.16-like server that takes no score list: every list is a 400 ("expected object, received
     array"). Nothing may be recorded as scored (a later fix must post them), the target stops, and
     /readyz says why."""
     from tests.support.langfuse_factories import Reply
 
-    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    v4.add_rows(*agent_trace("t1", clock.now() - timedelta(minutes=30)))
     refused = Reply(400, {"message": "Invalid request data", "error": [{"message": "Expected object, received array"}]})
-    fake.on("POST", "/api/public/scores", refused)
+    v4.on("POST", "/api/public/scores", refused)
     h = await harness()
     context = await h.open()
     assert str(context.info.score_posting) == "scores-batch"
@@ -181,6 +186,6 @@ async def test_a_request_the_server_refuses_whole_stops_the_target_and_settles_n
     assert "agent" in worker.stopped
     probe = context.ops.health.readiness()
     assert not probe.ok and "target agent stopped" in probe.reason and "Expected object" in probe.reason
-    requests = len(fake.calls_to("POST", "/api/public/scores"))
+    requests = len(v4.calls_to("POST", "/api/public/scores"))
     await worker.tick(source)  # a stopped target does not try again
-    assert len(fake.calls_to("POST", "/api/public/scores")) == requests
+    assert len(v4.calls_to("POST", "/api/public/scores")) == requests

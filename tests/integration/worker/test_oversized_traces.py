@@ -3,22 +3,39 @@ logged once, recorded as done; the rest of its window is scored and its reads st
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from structlog.testing import capture_logs
 
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
-from tests.support.langfuse_fake import FakeLangfuse, V4Server
+from tests.support.langfuse_inprocess import InProcessLangfuse
 from tests.support.worker import Harness, MakeHarness, agent_trace
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS
 
 OBS = ("GET", "/api/public/v2/observations")
 
 
-def body_reads(fake: FakeLangfuse) -> int:
+def body_reads(v4: InProcessLangfuse) -> int:
     """Observation requests for traces' rows (not for the roots of the window)."""
-    return sum("model" in c.request.url.params.get("fields", "") for c in fake.calls_to(*OBS))
+    return sum("model" in c.request.url.params.get("fields", "") for c in v4.calls_to(*OBS))
+
+
+def big_trace(trace_id: str, start: datetime) -> list[dict[str, Any]]:
+    """An agent run with 400 more steps: 403 observations."""
+    steps = [
+        f.observation(
+            f"{trace_id}-span{n}",
+            trace_id,
+            start + timedelta(seconds=1 + n),
+            end=start + timedelta(seconds=1.5 + n),
+            parent=f"{trace_id}-root",
+            name="step",
+        )
+        for n in range(400)
+    ]
+    return agent_trace(trace_id, start, duration=420) + steps
 
 
 async def capped(harness: MakeHarness) -> Harness:
@@ -29,23 +46,18 @@ async def capped(harness: MakeHarness) -> Harness:
 
 
 async def test_a_trace_over_the_row_cap_is_skipped_and_the_rest_of_the_window_scored(
-    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
     now = clock.now()
-    big_start = now - timedelta(minutes=40)
-    big = agent_trace("big", big_start, duration=420)
-    big += [
-        f.observation(f"big-span{n}", "big", big_start + timedelta(seconds=1 + n), parent="big-root", name="step")
-        for n in range(400)
-    ]
-    v4.observations += big
+    rows = big_trace("big", now - timedelta(minutes=40))
     for n, trace_id in enumerate(["t1", "t2"]):
-        v4.observations += agent_trace(trace_id, now - timedelta(minutes=30) + timedelta(seconds=n))
-    pages_in_window = -(-len(v4.observations) // 50)
+        rows += agent_trace(trace_id, now - timedelta(minutes=30) + timedelta(seconds=n))
+    v4.add_rows(*rows)
+    pages_in_window = -(-len(rows) // 50)
 
     h = await capped(harness)
     context = await h.open()
-    fake.calls.clear()
+    v4.calls.clear()
     with capture_logs() as logs:
         report = await h.tick(context)
 
@@ -57,34 +69,30 @@ async def test_a_trace_over_the_row_cap_is_skipped_and_the_rest_of_the_window_sc
     assert skipped[0]["trace_id"] == "big" and skipped[0]["rows_read"] > 100 and skipped[0]["max_rows_per_trace"] == 100
     assert skipped[0]["reason"] == TOO_MANY_ROWS
     # The scan stopped once the big trace was over the cap and the others were complete.
-    assert body_reads(fake) == 3 < pages_in_window
+    assert body_reads(v4) == 3 < pages_in_window
     assert context.state.done_reason("agent", "big") == TOO_MANY_ROWS
     assert context.state.done_reason("agent", "t1") is None
 
     # Recorded as done: the next ticks do not read it again (nor log it again).
-    fake.calls.clear()
+    v4.calls.clear()
     clock.elapsed += 600
     with capture_logs() as logs:
         report = await h.tick(context)
-    assert body_reads(fake) == 0
+    assert body_reads(v4) == 0
     assert TOO_MANY_ROWS not in report.skipped
     assert not [e for e in logs if e["event"] == "trace_skipped"]
 
 
 async def test_a_single_trace_over_the_cap_stops_its_own_fetch_early(
-    harness: MakeHarness, v4: V4Server, fake: FakeLangfuse, clock: FakeClock
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
     start = clock.now() - timedelta(minutes=30)
-    v4.observations += agent_trace("big", start, duration=420) + [
-        f.observation(f"big-span{n}", "big", start + timedelta(seconds=1 + n), parent="big-root", name="step")
-        for n in range(400)
-    ]
-    v4.observations += agent_trace("t1", start + timedelta(seconds=5))
+    v4.add_rows(*big_trace("big", start), *agent_trace("t1", start + timedelta(seconds=5)))
     h = await capped(harness)  # two traces: one request each (traceId=…)
     context = await h.open()
-    fake.calls.clear()
+    v4.calls.clear()
     report = await h.tick(context)
     assert report.scored == 1 and report.skipped[TOO_MANY_ROWS] == 1
-    big_reads = [c for c in fake.calls_to(*OBS) if c.request.url.params.get("traceId") == "big"]
+    big_reads = [c for c in v4.calls_to(*OBS) if c.request.url.params.get("traceId") == "big"]
     assert len(big_reads) == 3  # 150 rows read of 403, then reading stopped
     assert context.state.done_reason("agent", "big") == TOO_MANY_ROWS

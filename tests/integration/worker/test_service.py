@@ -10,24 +10,20 @@ import pytest
 import structlog
 
 from tests.support.clocks import FakeClock
-from tests.support.langfuse_fake import FakeLangfuse, V3Server, V4Server
-from tests.support.worker import MakeHarness, agent_trace, v3_agent_trace
+from tests.support.langfuse_inprocess import InProcessLangfuse
+from tests.support.worker import MakeHarness, agent_trace
 from trace_scorer.worker.service import Worker
 
 
-async def test_requests_per_100_traces_on_v3(
-    harness: MakeHarness, v3: V3Server, fake: FakeLangfuse, clock: FakeClock
-) -> None:
+async def test_requests_per_100_traces_on_v3(harness: MakeHarness, v3: InProcessLangfuse, clock: FakeClock) -> None:
     start = clock.now() - timedelta(minutes=30)
-    for index in range(100):
-        trace = v3_agent_trace(f"t{index:03d}", start + timedelta(seconds=index), "Tokyo")
-        trace["metadata"] = {"expected_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}]}
-        v3.add_trace(trace)
+    for index in range(100):  # the expected calls in each trace's metadata
+        v3.add_rows(*agent_trace(f"t{index:03d}", start + timedelta(seconds=index)))
     h = await harness()
     context = await h.open()
-    startup = len(fake.calls)
+    startup = len(v3.calls)
     assert (await h.tick(context)).scored == 100
-    calls = fake.calls[startup:]
+    calls = v3.calls[startup:]
     reads = sum(c.method == "GET" for c in calls)
     posts = sum(c.method == "POST" for c in calls)
     print(f"\nv3: {reads} reads and {posts} ingestion posts for 100 traces")
@@ -36,11 +32,11 @@ async def test_requests_per_100_traces_on_v3(
 
 
 async def test_scheduler_ticks_each_target_and_stops_cleanly(
-    harness: MakeHarness, v4: V4Server, clock: FakeClock
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
     from tests.support.worker import traces_target
 
-    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    v4.add_rows(*agent_trace("t1", clock.now() - timedelta(minutes=30)))
     h = await harness(traces_target(interval=0.05))
     context = await h.open()
     worker = Worker(context, clock=clock.now)
@@ -57,13 +53,13 @@ async def test_scheduler_ticks_each_target_and_stops_cleanly(
 
 
 async def test_stop_lets_the_running_tick_finish_its_batch(
-    harness: MakeHarness, v4: V4Server, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGTERM while a batch is being scored: the batch is posted and recorded before the worker exits
     (APScheduler's shutdown cancels running coroutine jobs, so it must not come first)."""
     from tests.support.worker import traces_target
 
-    v4.observations += agent_trace("t1", clock.now() - timedelta(minutes=30))
+    v4.add_rows(*agent_trace("t1", clock.now() - timedelta(minutes=30)))
     h = await harness(traces_target(interval=0.05))
     context = await h.open()
     scorer = context.sources["agent"].scorer  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""The worker's SQLite state: survives reopening, writes land together or not at all."""
+"""The SQLite state file — one process at a time, damaged / unwritable / foreign files refused, schema versions —
+and the ``[state]`` settings. What the store remembers, on both backends: tests/integration/state/."""
 
 from __future__ import annotations
 
@@ -11,93 +12,19 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from trace_scorer import state as state_module
+from trace_scorer.config import load_settings
+from trace_scorer.config.common import ConfigError
+from trace_scorer.config.state import StateSettings
 from trace_scorer.errors import UserError
-from trace_scorer.state import MIGRATIONS, SCHEMA_VERSION, StateError, StateStore
+from trace_scorer.state import MIGRATIONS, SCHEMA_VERSION, StateError, StateStore, check_state
+from trace_scorer.state import sqlite as sqlite_backend
 
 T0 = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
-
-
-def test_watermark_and_ledger_survive_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "state" / "trace-scorer.db"
-    store = StateStore(path)
-    assert store.watermark("agent") is None
-    with store.transaction():
-        store.record_scored("agent", ["t1", "t2"], "hash-a", T0)
-        store.set_watermark("agent", T0)
-    store.close()
-
-    reopened = StateStore(path)
-    assert reopened.watermark("agent") == T0
-    assert reopened.scored_hashes("agent", ["t1", "t2", "t3"]) == {"t1": "hash-a", "t2": "hash-a"}
-    assert reopened.scored_hashes("other-target", ["t1"]) == {}
-
-
-def test_transaction_rolls_back_everything(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
-    store.set_watermark("agent", T0)
-    with pytest.raises(RuntimeError), store.transaction():
-        store.record_scored("agent", ["t1"], "h", T0)
-        store.set_watermark("agent", T0 + timedelta(hours=1))
-        raise RuntimeError("posting failed")
-    assert store.watermark("agent") == T0
-    assert store.scored_hashes("agent", ["t1"]) == {}
-
-
-def test_configuration_change_is_visible_in_the_ledger(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
-    store.record_scored("agent", ["t1"], "old", T0)
-    store.record_scored("agent", ["t1"], "new", T0 + timedelta(minutes=1))
-    assert store.scored_hashes("agent", ["t1"]) == {"t1": "new"}
-
-
-def test_failures_count_tries_become_due_and_clear_when_scored(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
-    assert store.record_failure("agent", "t9", "all judges down", T0 + timedelta(minutes=5)) == 1
-    assert store.record_failure("agent", "t9", "all judges down", T0 + timedelta(minutes=10)) == 2
-    assert store.due_failures("agent", T0 + timedelta(minutes=9)) == []
-    due = store.due_failures("agent", T0 + timedelta(minutes=10))
-    assert [(f.subject, f.tries) for f in due] == [("t9", 2)]
-    store.record_scored("agent", ["t9"], "h", T0)
-    assert store.failure("agent", "t9") is None
-
-
-def test_given_up_failures_are_never_due(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
-    store.record_failure("agent", "t1", "boom", None)
-    assert store.due_failures("agent", T0 + timedelta(days=365)) == []
-    failure = store.failure("agent", "t1")
-    assert failure is not None and failure.next_try is None and failure.last_error == "boom"
-
-
-def test_run_first_seen_is_kept_and_last_change_moves_with_the_count(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
-    first = store.see_run("bench", "exp-1", 10, T0)
-    same = store.see_run("bench", "exp-1", 10, T0 + timedelta(minutes=3))
-    more = store.see_run("bench", "exp-1", 12, T0 + timedelta(minutes=6))
-    assert first.first_seen == same.first_seen == more.first_seen == T0
-    assert same.last_change == T0
-    assert more.last_change == T0 + timedelta(minutes=6) and more.item_count == 12
-    store.set_run_posted("bench", "exp-1", "items12-hashA")
-    state = store.run("bench", "exp-1")
-    assert state is not None and state.posted_hash == "items12-hashA"
-
-
-def test_many_subjects_in_one_lookup(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
-    subjects = [f"t{i}" for i in range(1500)]
-    store.record_scored("agent", subjects, "h", T0)
-    assert len(store.scored_hashes("agent", subjects)) == 1500
-
-
-def test_naive_times_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="timezone-aware"):
-        StateStore(tmp_path / "s.db").set_watermark("agent", datetime(2026, 1, 1))
 
 
 # -- opening: one process at a time, damaged / unwritable / foreign files refused, schema versions ----------
@@ -216,7 +143,7 @@ def test_a_state_from_a_newer_release_is_refused(tmp_path: Path) -> None:
 def test_a_state_from_before_versioning_is_migrated_and_keeps_its_ledger(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     db = sqlite3.connect(path)
-    db.executescript(MIGRATIONS[0])  # the version-1 schema, as releases before versioning wrote it
+    db.executescript(MIGRATIONS[0].sqlite)  # the version-1 schema, as releases before versioning wrote it
     db.execute("INSERT INTO ledger VALUES ('agent', 't1', 'hash-a', ?)", (T0.isoformat(),))
     db.execute("INSERT INTO watermarks VALUES ('agent', ?)", (T0.isoformat(),))
     db.commit()
@@ -234,14 +161,14 @@ def test_a_state_from_before_versioning_is_migrated_and_keeps_its_ledger(tmp_pat
 
 
 def test_a_full_disk_at_start_up_is_reported_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    connect = state_module._connect
+    connect = sqlite_backend._connect
 
     def tiny_disk(path: str) -> sqlite3.Connection:
         db = connect(path)
         db.execute("PRAGMA max_page_count = 2")  # SQLite's own "disk full" (SQLITE_FULL) after two pages
         return db
 
-    monkeypatch.setattr(state_module, "_connect", tiny_disk)
+    monkeypatch.setattr(sqlite_backend, "_connect", tiny_disk)
     path = tmp_path / "s.db"
     with pytest.raises(StateError, match="the disk is full") as refused:
         StateStore(path)
@@ -309,3 +236,93 @@ def test_a_state_directory_that_cannot_be_created_is_refused(shared_dir: Path) -
     shared_dir.chmod(0o555)
     message = _open_as_unprivileged(shared_dir / "sub" / "s.db")
     assert message.startswith("cannot write the state file") and "Permission denied" in message, message
+
+
+def test_check_leaves_an_older_state_as_it_was_and_says_it_will_be_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0].sqlite)
+    db.execute("PRAGMA user_version = 1")
+    db.close()
+    check = check_state(StateSettings(path=str(path)))
+    assert check.ok and check.description == f"SQLite file {path}"
+    assert check.detail == (
+        f"schema version 1: migrated to {SCHEMA_VERSION} at the next start (or by trace-scorer state migrate), writable"
+    )
+    db = sqlite3.connect(path)  # the migration was tried and rolled back: still version 1, no reason column
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert "reason" not in [r[1] for r in db.execute("PRAGMA table_info(ledger)")]
+    db.close()
+
+
+def test_check_of_a_missing_state_creates_nothing(tmp_path: Path) -> None:
+    check = check_state(StateSettings(path=str(tmp_path / "new.db")))
+    assert check.ok and "not created yet" in check.detail
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_of_a_state_held_by_the_running_worker_says_so_without_failing(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    holder = StateStore(path)
+    check = check_state(StateSettings(path=str(path)))
+    holder.close()
+    assert check.ok and check.detail.startswith("in use: ") and f"pid {os.getpid()}" in check.detail
+
+
+def test_check_of_a_damaged_state_fails_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    path.write_bytes(random.Random(3).randbytes(9000))
+    check = check_state(StateSettings(path=str(path)))
+    assert not check.ok and "not a readable trace-scorer state" in check.detail
+
+
+# -- [state] settings -------------------------------------------------------------------------------------
+
+
+def _load(tmp_path: Path, toml: str, **environ: str) -> StateSettings:
+    path = tmp_path / "settings.toml"
+    path.write_text(toml)
+    return load_settings(path, environ).state
+
+
+def test_the_url_comes_from_the_file_or_the_environment_and_is_never_shown(tmp_path: Path) -> None:
+    state = _load(tmp_path, '[state]\nurl = "postgresql://scorer@db:5432/scoring"\n')
+    assert state.postgres_url == "postgresql://scorer@db:5432/scoring" and state.db_schema == "trace_scorer"
+    secret = "postgresql://scorer:pa55word@db:5432/scoring"
+    state = _load(tmp_path, "", TRACE_SCORER_STATE__URL=secret, TRACE_SCORER_STATE__DB_SCHEMA="staging")
+    assert state.postgres_url == secret and state.db_schema == "staging"
+    assert "pa55word" not in repr(state) and "pa55word" not in str(state.model_dump())
+
+
+@pytest.mark.parametrize(
+    ("toml", "environ", "message"),
+    [
+        (
+            '[state]\npath = "s.db"\nurl = "postgresql://db/scoring"\n',
+            {},
+            "state: state.path and state.url are exclusive",
+        ),
+        ('[state]\npath = "s.db"\n', {"TRACE_SCORER_STATE__URL": "postgresql://db/x"}, "state.path and state.url"),
+        ('[state]\ndb_schema = "staging"\n', {}, "state: state.db_schema is only used with state.url"),
+        ('[state]\nurl = "mysql://db/scoring"\n', {}, "state.url: expected a PostgreSQL URL"),
+        ('[state]\nurl = "postgresql://db/x"\ndb_schema = "Staging-1"\n', {}, "state.db_schema: 'Staging-1' is not"),
+    ],
+)
+def test_invalid_state_settings_fail_naming_the_key(
+    tmp_path: Path, toml: str, environ: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _load(tmp_path, toml, **environ)
+
+
+def test_a_password_in_the_settings_file_is_refused_and_not_repeated(tmp_path: Path) -> None:
+    for url in ("postgresql://scorer:pa55word@db/scoring", "postgresql://scorer@db/scoring?password=pa55word"):
+        with pytest.raises(ConfigError, match=r"state\.url: carries a password") as refused:
+            _load(tmp_path, f'[state]\nurl = "{url}"\n')
+        assert "pa55word" not in str(refused.value) and "PGPASSWORD" in str(refused.value)
+
+
+def test_a_malformed_url_is_refused_without_repeating_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"state\.url: not a valid PostgreSQL URL") as refused:
+        _load(tmp_path, "", TRACE_SCORER_STATE__URL="postgresql://scorer:pa55word@db/scoring?nonsense=1")
+    assert "pa55word" not in str(refused.value)

@@ -1,0 +1,64 @@
+"""The HTTP transport under the providers' ``openai`` clients: aiohttp, through the SDK's ``DefaultAioHttpClient``.
+
+Why aiohttp: with 32 requests in flight, the SDK over httpx spent ~2.0 ms of CPU a chat completion on
+loopback (httpcore's send path and its connection-pool bookkeeping, which grows with the pool); over the
+SDK's aiohttp transport ~1.4 ms (bench/README.md, "Worker CPU"). One client, and so one aiohttp
+connection pool sized to the provider's ``max_concurrency``, per provider.
+
+The SDK's adapter maps every ``aiohttp.ClientConnectionError`` it does not know better to
+``ConnectTimeout``, so a refused connection or a server that hangs up would reach us as "request timed
+out". :class:`_ConnectionErrorsNamed` names them as httpx does (``ConnectError``, ``RemoteProtocolError``:
+``openai.APIConnectionError`` above), so descriptions and retry labels stay what they were; a real
+timeout stays a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import httpx2
+import openai
+
+from trace_scorer.config.judge import ProviderSettings
+
+
+class _ConnectionErrorsNamed(httpx2.AsyncBaseTransport):
+    """Wraps the aiohttp transport: a connection failure that is not a timeout is not called one."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self._inner.handle_async_request(request)
+        except httpx2.ConnectTimeout as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, aiohttp.ClientConnectionError) or isinstance(cause, asyncio.TimeoutError):
+                raise
+            if isinstance(cause, aiohttp.ServerDisconnectedError):
+                raise httpx2.RemoteProtocolError(f"{cause} without sending a response", request=request) from cause
+            raise httpx2.ConnectError(str(cause), request=request) from cause
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _AioHttpClient(openai.DefaultAioHttpClient):
+    """The SDK's aiohttp-backed client with its transports (direct or through a proxy) wrapped."""
+
+    def _init_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
+        return _ConnectionErrorsNamed(super()._init_transport(*args, **kwargs))
+
+    def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
+        return _ConnectionErrorsNamed(super()._init_proxy_transport(*args, **kwargs))
+
+
+def pooled_http_client(settings: ProviderSettings) -> httpx2.AsyncClient:
+    """The provider's HTTP client: aiohttp, at most ``max_concurrency`` connections, kept alive between
+    requests; ``timeout`` bounds each connect and read (the request's total is ``request_deadline``)."""
+    pool = httpx2.Limits(
+        max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency
+    )
+    return _AioHttpClient(limits=pool, timeout=settings.timeout)
