@@ -58,17 +58,23 @@ class StrictModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _numbers_are_not_booleans(cls, data: Any) -> Any:
-        # A model validator, not a field validator on "*": that would also wrap discriminator fields.
-        if isinstance(data, dict):
-            for name, field in cls.model_fields.items():
-                value = data.get(field.alias or name)
-                if isinstance(value, bool) and _is_numeric(field.annotation):
-                    raise PydanticCustomError(
-                        BOOL_FOR_NUMBER,
-                        "{key}: expected a number, not {value}",
-                        {"key": field.alias or name, "value": str(value).lower()},
-                    )
-        return data
+        return refuse_booleans_for_numbers(cls, data)
+
+
+def refuse_booleans_for_numbers(model: type[BaseModel], data: Any) -> Any:
+    """A ``mode="before"`` model validator's body: a boolean given for a numeric field is an error naming
+    the key (pydantic would read ``true`` as 1). Used by the settings and by every metric's options."""
+    # A model validator, not a field validator on "*": that would also wrap discriminator fields.
+    if isinstance(data, dict):
+        for name, field in model.model_fields.items():
+            value = data.get(field.alias or name)
+            if isinstance(value, bool) and _is_numeric(field.annotation):
+                raise PydanticCustomError(
+                    BOOL_FOR_NUMBER,
+                    "{key}: expected a number, not {value}",
+                    {"key": field.alias or name, "value": str(value).lower()},
+                )
+    return data
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")

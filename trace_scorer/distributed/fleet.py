@@ -305,11 +305,19 @@ class Fleet:
         health, telemetry = self.context.ops.health, self.context.ops.telemetry
         while not stop.is_set():
             try:
-                telemetry.queue_jobs(await queue_counts(self.pool))
+                counts = {
+                    (target.name, kind, state): 0
+                    for target in self.context.settings.targets
+                    for kind in _KINDS.values()
+                    for state in ("todo", "doing", "failed")
+                }  # every series present, 0 when idle: a dashboard shows an empty queue, not a gap
+                counts.update(await queue_counts(self.pool))
+                telemetry.queue_jobs(counts)
                 health.database_ok()
                 health.tick_started("queue", every)
             except Exception as exc:  # reported, never fatal: readiness says the database is down
                 health.database_failed(f"{type(exc).__name__}: {exc}")
+                log.warning("database_check_failed", reason=f"{type(exc).__name__}: {exc}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), every)
 

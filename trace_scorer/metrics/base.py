@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from trace_scorer.config.common import refuse_booleans_for_numbers
 from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
@@ -38,9 +39,15 @@ MetricOutput = Outcome | Mapping[str, Outcome]
 
 
 class MetricOptions(BaseModel):
-    """Base of every metric's options: unknown keys are configuration errors."""
+    """Base of every metric's options: unknown keys are configuration errors, and so is a boolean for a
+    number (``strictness = true`` is not 1)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, data: Any) -> Any:
+        return refuse_booleans_for_numbers(cls, data)
 
 
 @dataclass(frozen=True)

@@ -103,3 +103,9 @@ def test_majority() -> None:
 def test_bad_options_are_rejected(options: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         AspectCritic.Options(**options)
+
+
+def test_a_boolean_is_no_strictness() -> None:
+    """``strictness = true`` would be read as 1 by pydantic: refused, naming the key."""
+    with pytest.raises(ValidationError, match="strictness: expected a number, not true"):
+        AspectCritic.Options.model_validate({"definition": "x", "strictness": True})
