@@ -15,7 +15,7 @@ from hypothesis import settings as hypothesis_settings
 pytest.register_assert_rewrite("tests.support")
 
 # Fixtures used in more than one folder (pytest reads ``pytest_plugins`` only in this root conftest).
-pytest_plugins = ["tests.support.fixtures", "tests.support.postgres"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.postgres", "tests.support.standin_fixtures"]
 
 # Property tests: many examples in CI, fewer on a developer's machine.
 hypothesis_settings.register_profile("ci", max_examples=1000, deadline=None)

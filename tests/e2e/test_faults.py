@@ -10,16 +10,7 @@ import pytest
 
 from standins.faults import FaultConfig
 from standins.worker import worker_environment
-from tests.support.e2e import Run, StartRun, backlog, local_samples, stored_counts, target_for
-
-
-def assert_exactly_once(run: Run) -> None:
-    summary = run.lf.score_summary()
-    assert summary["duplicate_count"] == 0, summary["duplicates"][:5]
-    counts = stored_counts(run.lf)
-    missing = sorted(set(run.expected) - set(counts))
-    extra = sorted(set(counts) - set(run.expected))
-    assert not missing and not extra, (missing[:10], extra[:10])
+from tests.support.e2e import Run, StartRun, assert_exactly_once, backlog, local_samples, stored_counts, target_for
 
 
 def finish(run: Run, env: dict[str, str], *, timeout: float) -> None:

@@ -20,7 +20,7 @@ from standins.faults import FaultConfig
 from standins.generate import Corpus, DatasetSpec
 from standins.handles import wait_until
 from standins.worker import dataset_runs_target, worker_environment
-from tests.support.e2e import Run, StartRun, backlog, stored_counts, target_for
+from tests.support.e2e import Run, StartRun, assert_exactly_once, backlog, stored_counts, target_for
 
 pytestmark = pytest.mark.slow
 
@@ -34,16 +34,6 @@ def fleet_environment(run: Run, url: str, schema: str, **worker: Any) -> dict[st
         worker_settings={"concurrency": 8, "batch_size": 20, "jobs": 2, "stalled_after": "3s", **worker},
         extra={"TRACE_SCORER_STATE": json.dumps({"url": url, "db_schema": schema})},
     )
-
-
-def assert_exactly_once(run: Run) -> None:
-    summary = run.lf.score_summary()
-    assert summary["duplicate_count"] == 0, summary["duplicates"][:5]
-    counts = stored_counts(run.lf)
-    missing = sorted(set(run.expected) - set(counts))
-    extra = sorted(set(counts) - set(run.expected))
-    assert not missing and not extra, (missing[:10], extra[:10])
-    assert set(counts.values()) == {1}
 
 
 def reaches(run: Run, replicas: list[Any], count: float, timeout: float = 300) -> bool:

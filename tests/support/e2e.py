@@ -129,3 +129,14 @@ class Run:
 
 
 StartRun = Callable[..., Run]
+
+
+def assert_exactly_once(run: Run) -> None:
+    """Langfuse holds exactly the expected scores, one each: none missing, none extra, none twice."""
+    summary = run.lf.score_summary()
+    assert summary["duplicate_count"] == 0, summary["duplicates"][:5]
+    counts = stored_counts(run.lf)
+    missing = sorted(set(run.expected) - set(counts))
+    extra = sorted(set(counts) - set(run.expected))
+    assert not missing and not extra, (missing[:10], extra[:10])
+    assert set(counts.values()) == {1}

@@ -178,3 +178,26 @@ class Harness:
 
 
 MakeHarness = Callable[..., Awaitable[Harness]]
+
+
+def weather_reference(city: str) -> dict[str, Any]:
+    """A dataset item's expected output: the answer and the get_weather call for ``city``."""
+    return {
+        "answer": f"In {city} it is 18 °C with light rain.",
+        "tool_calls": [{"name": "get_weather", "arguments": {"city": city}}],
+    }
+
+
+def bench_target(**overrides: Any) -> dict[str, Any]:
+    """A dataset-runs target ``bench`` over the dataset ``agent-bench`` (tool_call_accuracy and rouge);
+    ``overrides``: any target key."""
+    target: dict[str, Any] = {
+        "name": "bench",
+        "source": "dataset_runs",
+        "datasets": ["agent-bench"],
+        "lookback": "7d",
+        "quiet_period": "5m",
+        "metrics": [{"metric": "tool_call_accuracy"}, {"metric": "rouge"}],
+    }
+    target.update(overrides)
+    return target

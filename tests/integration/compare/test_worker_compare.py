@@ -10,33 +10,18 @@ from typing import Any
 import pytest
 
 from tests.support import langfuse_factories as f
+from tests.support import worker
 from tests.support.clocks import FakeClock
 from tests.support.langfuse_client import BASE_URL, PUBLIC, SECRET
 from tests.support.langfuse_inprocess import InProcessLangfuse
-from tests.support.worker import MakeHarness, agent_trace
+from tests.support.worker import MakeHarness, agent_trace, weather_reference
 from trace_scorer import cli
 from trace_scorer.langfuse import ScoreSubject, score_id
 
 
 def bench_target(**overrides: Any) -> dict[str, Any]:
-    target: dict[str, Any] = {
-        "name": "bench",
-        "source": "dataset_runs",
-        "datasets": ["agent-bench"],
-        "lookback": "7d",
-        "quiet_period": "5m",
-        "compare_to": "previous",
-        "metrics": [{"metric": "tool_call_accuracy"}, {"metric": "rouge"}],
-    }
-    target.update(overrides)
-    return target
-
-
-def expected(city: str) -> dict[str, Any]:
-    return {
-        "answer": f"In {city} it is 18 °C with light rain.",
-        "tool_calls": [{"name": "get_weather", "arguments": {"city": city}}],
-    }
+    """The bench target, each run compared with the previous one."""
+    return worker.bench_target(**{"compare_to": "previous", **overrides})
 
 
 def add_items(v4: InProcessLangfuse, run_id: str, name: str, start: datetime, calls: dict[str, str]) -> None:
@@ -47,7 +32,9 @@ def add_items(v4: InProcessLangfuse, run_id: str, name: str, start: datetime, ca
         answer = f"It is 18 °C in {called} with light rain."
         v4.add_rows(*agent_trace(trace_id, t, city=called, environment="sdk-experiment", answer=answer))
         v4.add_experiment_item(
-            f.experiment_item(f"{trace_id}-root", trace_id, run_id, name, city, t, expected_output=expected(city))
+            f.experiment_item(
+                f"{trace_id}-root", trace_id, run_id, name, city, t, expected_output=weather_reference(city)
+            )
         )
 
 

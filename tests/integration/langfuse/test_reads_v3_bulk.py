@@ -7,19 +7,15 @@ duplicates."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
 from standins.formats import RowBuilder
-from standins.generate import Scenario
-from standins.handles import LangfuseHandle, start_langfuse
-from standins.langfuse_server import LangfuseOptions
-from tests.support.standins import END, small_scenario
-from trace_scorer.config.langfuse import LangfuseRetrySettings, LangfuseSettings
+from standins.handles import LangfuseHandle
+from tests.support.langfuse_client import MakeClient
+from tests.support.standins import END, StartLangfuse, small_scenario
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import LangfuseClient, TimeWindow, TraceFilter, TraceRoot
 from trace_scorer.langfuse.trace_scan import OversizedTrace
@@ -30,51 +26,6 @@ WINDOW = TimeWindow(END_TIME - timedelta(hours=2), END_TIME + timedelta(hours=2)
 READ_ROUTES = ("GET /api/public/traces", "GET /api/public/observations", "GET /api/public/traces/{traceId}")
 #: Reads one trace at a time, whatever the batch.
 ONE_BY_ONE = {"per_trace_fetch_max": 1_000_000}
-
-StartStandin = Callable[..., LangfuseHandle]
-ClientFor = Callable[..., LangfuseClient]
-
-
-@pytest.fixture
-def standin() -> Iterator[StartStandin]:
-    """``standin(version, scenario, **options)``: a threaded stand-in; no contract violation allowed."""
-    handles: list[LangfuseHandle] = []
-
-    def start(version: str, scenario: Scenario, **options: Any) -> LangfuseHandle:
-        handle = start_langfuse(LangfuseOptions(version=version, scenario=scenario, **options), mode="thread")
-        handles.append(handle)
-        return handle
-
-    yield start
-    problems = []
-    for handle in handles:
-        try:
-            problems += handle.violations()
-        finally:
-            handle.stop()
-    assert not problems, "contract violations:\n" + "\n".join(problems)
-
-
-@pytest.fixture
-async def client_for() -> AsyncIterator[ClientFor]:
-    clients: list[LangfuseClient] = []
-
-    def make(handle: LangfuseHandle, **overrides: Any) -> LangfuseClient:
-        values: dict[str, Any] = {
-            "base_url": handle.url,
-            "public_key": handle.public_key,
-            "secret_key": SecretStr(handle.secret_key),
-            "timeout": 10.0,
-            "retry": LangfuseRetrySettings(initial=0.02, max=0.2, max_attempts=10),
-            **overrides,
-        }
-        client = LangfuseClient(LangfuseSettings(**values))
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        await client.aclose()
 
 
 def reads(handle: LangfuseHandle) -> dict[str, int]:
@@ -113,7 +64,7 @@ def odd_traces() -> list[list[dict[str, Any]]]:
 
 @pytest.mark.parametrize("version", ["3.120.0", "2.95.12"])
 async def test_bulk_reads_give_the_rows_and_samples_per_trace_reads_give(
-    version: str, standin: StartStandin, client_for: ClientFor
+    version: str, start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
     # Duplicates, late rows (some still not visible), hostile payloads, second roots, traces still running
     # when the server is read (its clock stops 20 s before the backlog's end), plus the odd traces above.
@@ -128,7 +79,7 @@ async def test_bulk_reads_give_the_rows_and_samples_per_trace_reads_give(
         multi_root_rate=0.1,
         datasets=(),
     )
-    lf = standin(version, scenario, clock=lambda: END_TIME - timedelta(seconds=20))
+    lf = start_lf(version=version, scenario=scenario, clock=lambda: END_TIME - timedelta(seconds=20))
     lf.add_traces(*odd_traces())
     bulk, one_by_one = client_for(lf), client_for(lf, **ONE_BY_ONE)
     await bulk.connect()
@@ -152,10 +103,10 @@ async def test_bulk_reads_give_the_rows_and_samples_per_trace_reads_give(
     assert 0 < bulk_reads["GET /api/public/observations"] < len(roots) / 10
 
 
-async def test_reads_per_100_production_traces(standin: StartStandin, client_for: ClientFor) -> None:
+async def test_reads_per_100_production_traces(start_lf: StartLangfuse, client_for: MakeClient) -> None:
     """What ``bench/bench_worker.py`` measures on v3, at the adapter: list the window, read the bodies."""
     scenario = small_scenario(traces=300, spacing=1.0, duplicate_rate=0.2, references_rate=1.0, datasets=())
-    lf = standin("3.120.0", scenario)
+    lf = start_lf(version="3.120.0", scenario=scenario)
     figures = {}
     for name, settings in (("bulk", {}), ("one by one", ONE_BY_ONE)):
         client = client_for(lf, **settings)
@@ -169,8 +120,8 @@ async def test_reads_per_100_production_traces(standin: StartStandin, client_for
     assert figures["one by one"] > 100  # one request per trace, plus the listing
 
 
-async def test_the_row_cap_holds_both_ways(standin: StartStandin, client_for: ClientFor) -> None:
-    lf = standin("3.120.0", small_scenario(traces=30, datasets=()))
+async def test_the_row_cap_holds_both_ways(start_lf: StartLangfuse, client_for: MakeClient) -> None:
+    lf = start_lf(version="3.120.0", scenario=small_scenario(traces=30, datasets=()))
     lf.add_traces(*odd_traces())
     cap = {"max_rows_per_trace": 20}
     bulk, one_by_one = client_for(lf, **cap), client_for(lf, **cap, **ONE_BY_ONE)
@@ -189,12 +140,12 @@ async def test_the_row_cap_holds_both_ways(standin: StartStandin, client_for: Cl
 
 
 async def test_a_server_ignoring_to_start_time_gets_per_trace_reads(
-    standin: StartStandin, client_for: ClientFor
+    start_lf: StartLangfuse, client_for: MakeClient
 ) -> None:
     """A 2.x from before ``toStartTime`` would answer the whole project newest first: the first page shows
     it, and trace bodies are read one by one from then on (one wasted request, not a scan of everything)."""
     scenario = small_scenario(traces=40, datasets=())
-    lf = standin("2.95.12", scenario, observations_without_to_start_time=True)
+    lf = start_lf(version="2.95.12", scenario=scenario, observations_without_to_start_time=True)
     bulk, one_by_one = client_for(lf), client_for(lf, **ONE_BY_ONE)
     await bulk.connect()
     await one_by_one.connect()

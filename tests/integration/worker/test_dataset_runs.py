@@ -6,33 +6,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tests.support import langfuse_factories as f
+from tests.support import worker
 from tests.support.clocks import FakeClock
 from tests.support.langfuse_inprocess import InProcessLangfuse
-from tests.support.worker import MakeHarness, agent_trace
+from tests.support.worker import MakeHarness, agent_trace, weather_reference
 from trace_scorer.langfuse import ScoreSubject, score_id
 
 CITIES = {"item-tokyo": "Tokyo", "item-paris": "Paris", "item-oslo": "Oslo"}
 
 
 def bench_target(**overrides: Any) -> dict[str, Any]:
-    target: dict[str, Any] = {
-        "name": "bench",
-        "source": "dataset_runs",
-        "datasets": ["agent-bench"],
-        "lookback": "7d",
-        "quiet_period": "5m",
-        "metrics": [{"metric": "tool_call_accuracy"}, {"metric": "rouge"}],
-        "kpis": [{"name": "quality", "formula": "average"}],
-    }
-    target.update(overrides)
-    return target
-
-
-def expected(city: str) -> dict[str, Any]:
-    return {
-        "answer": f"In {city} it is 18 °C with light rain.",
-        "tool_calls": [{"name": "get_weather", "arguments": {"city": city}}],
-    }
+    """The bench target with a KPI over its metrics."""
+    return worker.bench_target(**{"kpis": [{"name": "quality", "formula": "average"}], **overrides})
 
 
 def add_run(v4: InProcessLangfuse, run_id: str, name: str, start: datetime, answers: dict[str, str]) -> None:
@@ -46,7 +31,13 @@ def add_run(v4: InProcessLangfuse, run_id: str, name: str, start: datetime, answ
         v4.add_rows(*weather_run(trace_id, t, called_city, environment="sdk-experiment"))
         v4.add_experiment_item(
             f.experiment_item(
-                f"{trace_id}-root", trace_id, run_id, name, item_id, t, expected_output=expected(CITIES[item_id])
+                f"{trace_id}-root",
+                trace_id,
+                run_id,
+                name,
+                item_id,
+                t,
+                expected_output=weather_reference(CITIES[item_id]),
             )
         )
 
@@ -109,7 +100,7 @@ async def test_more_items_update_the_run_with_the_same_ids(
     v4.add_rows(*agent_trace(trace_id, t, city="Oslo", environment="sdk-experiment"))
     v4.add_experiment_item(
         f.experiment_item(
-            f"{trace_id}-root", trace_id, "exp-1", "baseline", "item-oslo", t, expected_output=expected("Oslo")
+            f"{trace_id}-root", trace_id, "exp-1", "baseline", "item-oslo", t, expected_output=weather_reference("Oslo")
         )
     )
     await h.tick(context, "bench")  # the new item is scored; the run changed: wait for quiet again
@@ -236,7 +227,7 @@ def v3_bench_run(v3: InProcessLangfuse, name: str, created: datetime) -> dict[st
     """The dataset with an item for each city, and its run ``run-1`` created at ``created``."""
     v3.add_dataset("ds-1", "agent-bench")
     for item_id, city in CITIES.items():
-        v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=expected(city)))
+        v3.add_dataset_item(f.dataset_item(item_id, "ds-1", "agent-bench", expected_output=weather_reference(city)))
     run = f.v3_dataset_run("run-1", name, "ds-1", "agent-bench", created)
     v3.add_dataset_run(run)
     return run

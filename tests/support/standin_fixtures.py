@@ -1,5 +1,6 @@
-"""Fixtures: stand-ins in background threads (checked for contract violations when the test ends), and
-adapter clients and judges wired to them over real loopback HTTP."""
+"""Fixtures of the tests on the loopback stand-ins (``tests/integration/standins``, and the adapter tests that
+run over real HTTP): stand-ins in background threads, checked for contract violations when the test ends,
+and adapter clients wired to them."""
 
 from __future__ import annotations
 
