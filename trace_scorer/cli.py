@@ -169,25 +169,29 @@ def run_score(args: argparse.Namespace) -> int:
         return _score_locally(args, settings, chosen, registry)
 
     # Judged metrics: one process, REMOTE_CONCURRENCY samples at a time (trace_scorer/offline.py says why).
+    index, target = chosen
     try:
-        loaded = load_inputs(args.paths, references=chosen[1].references if chosen else None)
+        loaded = load_inputs(args.paths, references=target.references)
     except FileNotFoundError as exc:
         print(f"trace-scorer: {exc}", file=sys.stderr)
         return EXIT_NOTHING_READ
-    for error in loaded.errors:
-        print(f"trace-scorer: skipped {error}", file=sys.stderr)
-    if not loaded.samples:
-        print("trace-scorer: no sample could be read", file=sys.stderr)
-        return EXIT_NOTHING_READ
-
-    index, target = chosen if chosen else (0, default_target(loaded.samples, registry))
-    if not target.metrics:
-        print("trace-scorer: no deterministic metric has its inputs in these samples", file=sys.stderr)
+    if (nothing := _nothing_read(loaded.errors, len(loaded.samples))) is not None:
+        return nothing
     show_progress = sys.stderr.isatty() and len(loaded.samples) >= PROGRESS_FROM
     plan, results, groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress))
 
     print_report(args.json, plan, results, groups)
     return EXIT_OK
+
+
+def _nothing_read(errors: Sequence[object], read: int) -> int | None:
+    """Say which records were skipped and why; :data:`EXIT_NOTHING_READ` when no sample (of ``read``) could be."""
+    for error in errors:
+        print(f"trace-scorer: skipped {error}", file=sys.stderr)
+    if not read:
+        print("trace-scorer: no sample could be read", file=sys.stderr)
+        return EXIT_NOTHING_READ
+    return None
 
 
 def _score_locally(
@@ -212,11 +216,8 @@ def _score_locally(
     except FileNotFoundError as exc:
         print(f"trace-scorer: {exc}", file=sys.stderr)
         return EXIT_NOTHING_READ
-    for error in run.errors:
-        print(f"trace-scorer: skipped {error}", file=sys.stderr)
-    if not run.samples:
-        print("trace-scorer: no sample could be read", file=sys.stderr)
-        return EXIT_NOTHING_READ
+    if (nothing := _nothing_read(run.errors, run.samples)) is not None:
+        return nothing
     if not run.target.metrics:
         print("trace-scorer: no deterministic metric has its inputs in these samples", file=sys.stderr)
     print_report(args.json, run.plan, run.results, run.groups, lines=run.lines)

@@ -6,8 +6,8 @@ rest of the file is still read. Nothing here raises for bad data except a path t
 Speed (issue 15): JSON is parsed by pydantic-core's parser (jiter) first. For every text it accepts, it gives
 the value the standard library gives, and it refuses NaN/Infinity (asked to), lone surrogates and invalid
 UTF-8, which this module refuses too; what it refuses is read again by the standard library, whose
-messages the reports quote. JSON lines files can be read a range of lines at a time (``line_records``,
-``jsonl_chunks``), which is how ``score --jobs`` spreads a file over processes.
+messages the reports quote. JSON lines files can be read a range of lines at a time (``split_file``,
+``FilePart``), which is how ``score --jobs`` spreads a file over processes.
 """
 
 from __future__ import annotations

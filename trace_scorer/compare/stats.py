@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 #: Resamples of the bootstrap and the permutation test (documented in docs/compare.md).
 N_RESAMPLES = 9999
@@ -72,6 +71,8 @@ def paired_interval(
 
     Differences that are all equal give the point interval [d, d]: resampling them cannot vary, and
     BCa is undefined there (scipy warns and answers NaN)."""
+    from scipy import stats  # deferred: scipy.stats costs 0.5 s to import, paid by compare only
+
     base, cand = _arrays(baseline, candidate)
     if base.size < 2:
         return None
@@ -97,6 +98,8 @@ def mean_interval(
     values: Sequence[float], *, seed: int, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE
 ) -> Interval | None:
     """The bootstrap confidence interval (BCa) of a mean over items (pass@k of a run). None below two."""
+    from scipy import stats  # deferred: scipy.stats costs 0.5 s to import, paid by compare only
+
     array = np.asarray(values, dtype=np.float64)
     if array.size < 2:
         return None
@@ -124,6 +127,8 @@ def _interval(
 ) -> Interval:
     """BCa's interval, or the percentile interval when BCa cannot be computed (e.g. a single outlier
     among equal values makes its acceleration undefined: scipy answers NaN)."""
+    from scipy import stats  # deferred: scipy.stats costs 0.5 s to import, paid by compare only
+
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
     if math.isfinite(low) and math.isfinite(high):
         return Interval(low, high)
@@ -148,6 +153,8 @@ def paired_p_value(
     """Two-sided p-value of the paired permutation test: under "no difference" each item's two values
     are exchangeable, so the sign of each difference is flipped at random (``permutation_type="samples"``);
     the statistic is the mean difference. Exact (every flip) when 2ⁿ ≤ ``n_resamples``. 1.0 with no pair."""
+    from scipy import stats  # deferred: scipy.stats costs 0.5 s to import, paid by compare only
+
     base, cand = _arrays(baseline, candidate)
     if base.size == 0 or not np.any(cand - base):
         return 1.0
@@ -187,6 +194,8 @@ def detectable_difference(
     """The smallest mean difference these many items would detect with ``power`` at level ``alpha``
     (Holm's strictest step: ``alpha / tests``): (z₁₋α/2 + z_power) · sd / √n, the normal approximation
     of the paired test. None below two items or when the differences do not vary (sd = 0)."""
+    from scipy import stats  # deferred: scipy.stats costs 0.5 s to import, paid by compare only
+
     array = np.asarray(differences, dtype=np.float64)
     if array.size < 2:
         return None
@@ -200,5 +209,7 @@ def detectable_difference(
 def items_needed(difference: float, sd: float, *, alpha: float, power: float = POWER, tests: int = 1) -> int:
     """Items needed to detect a mean difference ``difference`` when the paired differences have standard
     deviation ``sd``: ⌈((z₁₋α/2 + z_power) · sd / difference)²⌉ (the table in docs/compare.md)."""
+    from scipy import stats  # deferred: scipy.stats costs 0.5 s to import, paid by compare only
+
     z = float(stats.norm.ppf(1 - alpha / tests / 2) + stats.norm.ppf(power))
     return math.ceil((z * sd / abs(difference)) ** 2)

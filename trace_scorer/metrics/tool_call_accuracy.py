@@ -77,13 +77,9 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
     requires: ClassVar[tuple[str, ...]] = ("tool_calls", "reference_tool_calls")
     version: ClassVar[str] = "1"
 
-    def __init__(
-        self, name: str, options: ToolCallAccuracyOptions, resources: Resources | None = None
-    ) -> None:
+    def __init__(self, name: str, options: ToolCallAccuracyOptions, resources: Resources | None = None) -> None:
         super().__init__(name, options, resources)
-        self._canon = canonicalizer(
-            coerce_scalars=options.coerce_scalars, casefold_strings=options.casefold_strings
-        )
+        self._canon = canonicalizer(coerce_scalars=options.coerce_scalars, casefold_strings=options.casefold_strings)
         self._flexible = options.mode == "flexible"
         self._threshold = options.argument_match_threshold
 
@@ -192,6 +188,12 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
         pairs: list[Pair] = []
         for name, rows in actual_by_name.items():
             cols = by_name[name]
+            if len(rows) == 1 and len(cols) == 1:  # the usual case: one call of the name on each side
+                share = self._share_if_match(actual[rows[0]], reference[cols[0]])
+                if share is not None:
+                    shares[(rows[0], cols[0])] = share
+                    pairs.append((rows[0], cols[0]))
+                continue
             # Weight 1 + share/(k+1) for a match: every maximum-cardinality matching outweighs any
             # smaller one (the tie-breaks add up to less than 1), and among those the best-fitting
             # pairs win, so details show the natural pairing.
