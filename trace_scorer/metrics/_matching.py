@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-from scipy.optimize import linear_sum_assignment
-
 Pair = tuple[int, int]
 
 
@@ -46,6 +43,10 @@ def assign(weights: Sequence[Sequence[float]], *, keep_zero: bool) -> list[Pair]
         sparse = None if keep_zero else _one_to_one(weights)
         if sparse is not None:
             return sparse
+        # Deferred: scipy.optimize (with numpy) costs ~0.2 s to import, and most samples never get here.
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
+
         row_ind, col_ind = linear_sum_assignment(np.asarray(weights, dtype=float), maximize=True)
         pairs = [(int(i), int(j)) for i, j in zip(row_ind, col_ind, strict=True)]
     if keep_zero:
