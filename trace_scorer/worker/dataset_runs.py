@@ -21,15 +21,14 @@ import structlog
 
 from trace_scorer.compare.worker import comparison_scores
 from trace_scorer.config.settings import Settings
-from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
-from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, LangfuseClient, ScoreSubject, TraceRoot
+from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, ScoreSubject, TraceRoot
 from trace_scorer.langfuse.trace_scan import OversizedTrace
 from trace_scorer.patterns import SafePattern
 from trace_scorer.pipeline import SampleResult
 from trace_scorer.sample import Sample
-from trace_scorer.state import RunState, StateStore, StoredResult
-from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable, WorkItem, unsettled_reason
+from trace_scorer.state import RunState, StoredResult
+from trace_scorer.worker.batch import LangfuseUnavailable, WorkItem, unsettled_reason
 from trace_scorer.worker.scores import decode_outcomes, encode_outcomes, scores_to_post
 from trace_scorer.worker.source import SourceBase
 from trace_scorer.worker.tick import TickReport
@@ -59,17 +58,9 @@ def item_document(item: ExperimentItem) -> dict[str, Any]:
 class DatasetRunSource(SourceBase):
     """The ``dataset_runs`` source of one target."""
 
-    def __init__(
-        self,
-        target: TargetSettings,
-        settings: Settings,
-        client: LangfuseClient,
-        state: StateStore,
-        scorer: BatchScorer,
-    ) -> None:
-        super().__init__(target, settings, client, state, scorer)
+    def prepare(self, settings: Settings) -> None:
         self._datasets: list[Dataset] | None = None
-        self._pattern = SafePattern(target.run_name_pattern) if target.run_name_pattern else None
+        self._pattern = SafePattern(self.target.run_name_pattern) if self.target.run_name_pattern else None
         #: Run id → its total item count when its items were last read by this process (v3: an
         #: unchanged total means no new item, and the items are not read again).
         self._read_counts: dict[str, int] = {}

@@ -26,3 +26,7 @@ class SourceBase:
         self.state = state
         self.scorer = scorer
         self.batch_size = settings.worker.batch_size
+        self.prepare(settings)
+
+    def prepare(self, settings: Settings) -> None:
+        """What a source derives from its target and the settings once, at construction (none here)."""

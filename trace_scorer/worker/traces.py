@@ -29,10 +29,9 @@ import structlog
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
-from trace_scorer.langfuse import LangfuseClient, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
-from trace_scorer.state import StateStore
-from trace_scorer.worker.batch import BatchScorer, WorkItem
+from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.source import SourceBase
 from trace_scorer.worker.tick import TickReport
 
@@ -90,16 +89,8 @@ def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot
 class TraceSource(SourceBase):
     """The ``traces`` source of one target."""
 
-    def __init__(
-        self,
-        target: TargetSettings,
-        settings: Settings,
-        client: LangfuseClient,
-        state: StateStore,
-        scorer: BatchScorer,
-    ) -> None:
-        super().__init__(target, settings, client, state, scorer)
-        self.filter = trace_filter(target, settings)
+    def prepare(self, settings: Settings) -> None:
+        self.filter = trace_filter(self.target, settings)
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         report = TickReport(self.target.name)
