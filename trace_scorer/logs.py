@@ -54,6 +54,10 @@ _SECRET_TEXT: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@"), f"{REDACTED}@"),
 )
 
+#: Libraries whose INFO records are per request, per model load or per queued job (procrastinate: the
+#: worker logs its own ``plan``/``batch`` events): shown at DEBUG only.
+QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "sentence_transformers", "procrastinate")
+
 #: Keys that come first in a rendered event, in this order.
 _FIRST_KEYS = ("timestamp", "level", "logger", "event", "target", "trace_id")
 
@@ -195,8 +199,9 @@ def configure_logging(level: str = "INFO", fmt: Literal["auto", "console", "json
             root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(level)
-    # httpx logs every request line at INFO: operator noise (the worker's tick event counts requests);
-    # sentence-transformers (local embeddings) its device and model path.
+    # httpx (and httpx2, under the openai client) logs every request line at INFO: operator noise (the
+    # worker's tick event counts requests), and a formatted record per LLM call; sentence-transformers
+    # (local embeddings) its device and model path.
     quiet = logging.DEBUG if level == "DEBUG" else logging.WARNING
-    for name in ("httpx", "httpcore", "sentence_transformers"):
+    for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(quiet)

@@ -50,8 +50,8 @@ class ProviderSettings(StrictModel):
     requests_per_minute: float | None = Field(default=None, gt=0)
     #: Requests in flight at once to this provider, over all models and metrics.
     max_concurrency: int = Field(default=16, ge=1, le=1024)
-    #: Per HTTP read, connect and write (httpx's timeout: a server trickling bytes never reaches it); a
-    #: timeout is retried like a 5xx.
+    #: Per connect and per read of the answer (the aiohttp transport's timeouts: a server trickling bytes
+    #: never reaches it; sending is bounded by ``request_deadline`` only); a timeout is retried like a 5xx.
     timeout: Duration = 60.0
     #: Most time one HTTP request may take in all, reading the whole answer included; running out counts
     #: and is retried like a timeout. Unset: ``DEADLINE_TIMEOUTS`` × ``timeout`` (3 min by default).

@@ -82,9 +82,10 @@ def cron_every(seconds: float) -> str:
 
 class JobRetry(BaseRetryStrategy):
     """Retry what may pass (Langfuse or the database unavailable, a shutdown) with capped exponential
-    back-off — never sooner than a ``Retry-After`` the client gave up on —, for as long as it takes: a batch holds its window's watermark, as an incomplete tick holds
-    it in one process. What cannot pass by waiting (the server refuses the request's shape, credentials
-    refused) is not retried: the target stops, and ``/readyz`` says why."""
+    back-off — never sooner than a ``Retry-After`` the client gave up on —, for as long as it takes: a
+    batch holds its window's watermark, as an incomplete tick holds it in one process. What cannot pass by
+    waiting (the server refuses the request's shape, credentials refused) is not retried: the target
+    stops, and ``/readyz`` says why."""
 
     def __init__(self, *, initial: float = 2.0, maximum: float = 300.0) -> None:
         self.initial = initial

@@ -1,7 +1,7 @@
 """Embedding models behind a provider's OpenAI-compatible ``POST /embeddings`` endpoint.
 
 The transport is the providers' (trace_scorer.providers, shared with the judge): the ``openai`` client
-over a pooled httpx client (``open_client``), the tenacity retry policy that honours ``Retry-After``
+over the provider's pooled aiohttp client (``open_client``), the tenacity retry policy that honours ``Retry-After``
 (``RetryPolicy``), and per-provider bounds on requests in flight and per minute with a pause after a 429
 (``ProviderLimits``). One :class:`EmbeddingProvider` per provider is shared by all its embedding models; its bounds
 are separate from the judge's chat calls to the same provider. Each request has a total deadline (the
@@ -17,10 +17,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import openai
 import structlog
+from openai.types import CreateEmbeddingResponse
 
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
-from trace_scorer.providers.client import describe_error, open_client, send_retrying
+from trace_scorer.providers.client import HttpClient, describe_error, open_client, send_retrying
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import ProviderLimits
 from trace_scorer.providers.retry import RetryPolicy, retry_status
@@ -45,6 +46,7 @@ class EmbeddingProvider:
         sleep: Sleep,
         clock: Callable[[], float] = time.monotonic,
         deadline: Deadline = system_deadline,
+        http_client: HttpClient | None = None,
     ) -> None:
         self.name = settings.name
         #: Bounds each HTTP request in all (``settings.deadline`` seconds, the answer's body included).
@@ -55,7 +57,7 @@ class EmbeddingProvider:
         self.settings = settings
         self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock)
         self._retry = retry
-        self._http, self._client = open_client(settings, api_key)
+        self._http, self._client = open_client(settings, api_key, http_client)
         self._closed = False
 
     async def embed(self, model_id: str, texts: Sequence[str]) -> BatchResult:
@@ -77,6 +79,8 @@ class EmbeddingProvider:
 
         retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=retried)
         url = f"{self.settings.base_url}/embeddings"
+        # Plain JSON through the SDK's documented ``post`` (as the judge's chat calls: chat.py says why).
+        body = {"model": model_id, "input": list(texts), "encoding_format": "float"}
         try:
             response = await send_retrying(
                 retrying,
@@ -84,7 +88,7 @@ class EmbeddingProvider:
                 self.deadline,
                 self.settings.deadline,
                 url,
-                lambda: self._client.embeddings.create(model=model_id, input=list(texts), encoding_format="float"),
+                lambda: self._client.post("/embeddings", body=body, cast_to=CreateEmbeddingResponse),
             )
         except openai.OpenAIError as exc:
             attempts = retrying.statistics.get("attempt_number", 1)

@@ -1,7 +1,8 @@
-"""One OpenAI-compatible endpoint's client: the ``openai`` async client over a pooled httpx client.
+"""One OpenAI-compatible endpoint's client: the ``openai`` async client over the providers' HTTP transport.
 
 ``max_retries=0``: tenacity (trace_scorer.providers.retry) is the only retry layer, so waits are ours to
-honour and count. Used by the judge's chat calls and the embeddings' ``/embeddings`` calls alike.
+honour and count. The transport is aiohttp (``transport.py``: why, and how its errors are named). Used by
+the judge's chat calls and the embeddings' ``/embeddings`` calls alike.
 """
 
 from __future__ import annotations
@@ -10,12 +11,18 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import httpx
+import httpx2
 import openai
 from tenacity import AsyncRetrying
 
 from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.logs import redact_text
+from trace_scorer.providers import transport
 from trace_scorer.providers.deadline import Deadline
 from trace_scorer.providers.limits import ProviderLimits
+
+#: What the openai client can send through: the providers' aiohttp client, or (tests) an httpx one.
+HttpClient = httpx2.AsyncClient | httpx.AsyncClient
 
 T = TypeVar("T")
 
@@ -24,7 +31,7 @@ class RequestDeadlineExceeded(openai.APITimeoutError):
     """No complete answer within the request's total deadline: counted and retried like a timeout."""
 
     def __init__(self, url: str, seconds: float) -> None:
-        super().__init__(request=httpx.Request("POST", url))  # type: ignore[arg-type]  # openai types httpx2
+        super().__init__(request=httpx2.Request("POST", url))
         self.seconds = seconds
         self.message = f"no complete answer within {seconds:g}s (request_deadline)"
 
@@ -57,36 +64,40 @@ async def send_retrying(
 
 
 def describe_error(exc: BaseException) -> str:
-    """A short, log-safe description of a transport failure (no request bodies, no keys)."""
+    """A short, log-safe description of a transport failure (no request bodies, no keys, no password of a
+    ``base_url`` with user info: the transport's own text may quote the URL)."""
+    return redact_text(_describe(exc))[:300]
+
+
+def _describe(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"[:300]
+        return f"HTTP {exc.status_code}: {exc.message}"
     if isinstance(exc, RequestDeadlineExceeded):
         return exc.message
     if isinstance(exc, openai.APITimeoutError):
         return "request timed out"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
-        return f"connection error: {cause or exc}"[:300]
-    return f"{type(exc).__name__}: {exc}"[:300]
+        return f"connection error: {cause or exc}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def open_client(
-    settings: ProviderSettings, api_key: str, http_client: httpx.AsyncClient | None = None
-) -> tuple[httpx.AsyncClient, openai.AsyncOpenAI]:
-    """An ``openai`` client for the endpoint, over an httpx client whose pool fits its concurrency.
+    settings: ProviderSettings, api_key: str, http_client: HttpClient | None = None
+) -> tuple[HttpClient, openai.AsyncOpenAI]:
+    """An ``openai`` client for the endpoint, over ``http_client`` or the provider's own pooled aiohttp
+    client (``transport.pooled_http_client``: one pool per provider, sized to its concurrency).
 
-    ``max_retries=0``: tenacity (RetryPolicy) is the only retry layer. The httpx client is returned so the
+    ``max_retries=0``: tenacity (RetryPolicy) is the only retry layer. The HTTP client is returned so the
     caller closes it with the openai client (``await client.close(); await http.aclose()``).
     """
-    pool = httpx.Limits(max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency)
-    http = http_client or httpx.AsyncClient(limits=pool, timeout=settings.timeout)
+    http = http_client if http_client is not None else transport.pooled_http_client(settings)
     client = openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=api_key,
         timeout=settings.timeout,
         max_retries=0,
-        # A (legacy) httpx client, which openai accepts: its pool is sized to the provider's
-        # concurrency, and it is the transport respx mocks in the tests.
+        # openai accepts a (legacy) httpx client too: the tests' respx and MockTransport seams.
         http_client=http,  # type: ignore[arg-type]
         default_headers=settings.headers or None,
     )

@@ -21,8 +21,7 @@ def provider_api_key(index: int, name: str, variable: str | None, environ: Mappi
     value = environ.get(variable, "").strip()
     if not value:
         raise ConfigError(
-            f"providers[{index}].api_key_env: environment variable {variable} (API key of provider "
-            f"{name!r}) is not set"
+            f"providers[{index}].api_key_env: environment variable {variable} (API key of provider {name!r}) is not set"
         )
     return value
 

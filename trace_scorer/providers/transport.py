@@ -1,8 +1,8 @@
 """The HTTP transport under the providers' ``openai`` clients: aiohttp, through the SDK's ``DefaultAioHttpClient``.
 
-Why aiohttp: with 32 requests in flight, the SDK over httpx spent ~2.0 ms of CPU a chat completion on
+Why aiohttp: with 32 requests in flight, the SDK over httpx spent ~1.9 ms of CPU a chat completion on
 loopback (httpcore's send path and its connection-pool bookkeeping, which grows with the pool); over the
-SDK's aiohttp transport ~1.4 ms (bench/README.md, "Worker CPU"). One client, and so one aiohttp
+SDK's aiohttp transport ~1.3 ms (``bench/bench_llm_client.py``). One client, and so one aiohttp
 connection pool sized to the provider's ``max_concurrency``, per provider.
 
 The SDK's adapter maps every ``aiohttp.ClientConnectionError`` it does not know better to
@@ -57,8 +57,7 @@ class _AioHttpClient(openai.DefaultAioHttpClient):
 
 def pooled_http_client(settings: ProviderSettings) -> httpx2.AsyncClient:
     """The provider's HTTP client: aiohttp, at most ``max_concurrency`` connections, kept alive between
-    requests; ``timeout`` bounds each connect and read (the request's total is ``request_deadline``)."""
-    pool = httpx2.Limits(
-        max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency
-    )
+    requests; ``timeout`` bounds each connect and each read (aiohttp's ``sock_connect``, ``sock_read``:
+    it has no write timeout), the whole request ``request_deadline`` (``providers/client.py``)."""
+    pool = httpx2.Limits(max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency)
     return _AioHttpClient(limits=pool, timeout=settings.timeout)

@@ -11,7 +11,14 @@ import respx
 
 from tests.support.clocks import SleepRecorder
 from tests.support.judge import JudgeFactory, ScriptedLLM, settings
+from tests.support.providers import send_through_httpx
 from trace_scorer.judge import Judge, build_judge
+
+
+@pytest.fixture(autouse=True)
+def _providers_send_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unit tests open no sockets: providers send through httpx, which respx mocks (tests/support/providers.py)."""
+    send_through_httpx(monkeypatch)
 
 
 @pytest.fixture
@@ -28,9 +35,7 @@ async def make_judge(sleeps: SleepRecorder) -> AsyncIterator[JudgeFactory]:
 
     async def factory(*providers: dict[str, Any], **judge_options: Any) -> Judge:
         environ = {p["api_key_env"]: "sk-test" for p in providers if p.get("api_key_env")}
-        judge = build_judge(
-            settings(*providers, **judge_options), environ=environ, sleep=sleeps, clock=sleeps.clock
-        )
+        judge = build_judge(settings(*providers, **judge_options), environ=environ, sleep=sleeps, clock=sleeps.clock)
         assert judge is not None
         built.append(judge)
         return judge

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import openai
 
 from trace_scorer.providers.client import describe_error
 
 
 def test_a_password_in_the_base_url_never_reaches_the_description() -> None:
-    request = httpx.Request("POST", "http://alice:s3cret@llm.internal:8000/v1/chat/completions")
+    request = httpx2.Request("POST", "http://alice:s3cret@llm.internal:8000/v1/chat/completions")
     try:
-        raise openai.APIConnectionError(request=request) from httpx.ConnectError(
+        raise openai.APIConnectionError(request=request) from httpx2.ConnectError(
             "All connection attempts failed for http://alice:s3cret@llm.internal:8000/v1"
         )
     except openai.APIConnectionError as error:

@@ -1,0 +1,99 @@
+"""The providers send their requests with the SDK's ``post`` and a plain JSON body (cheaper than the typed
+``create`` methods, see ``judge/chat.py``): the bytes on the wire must be what ``create`` sends — same
+body, same key, same configured headers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from tests.support.clocks import SleepRecorder
+from tests.support.embeddings import embeddings_response
+from tests.support.judge import completion, verdict
+from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.embeddings.remote import EmbeddingProvider
+from trace_scorer.judge.chat import Provider
+from trace_scorer.judge.structured import response_format
+from trace_scorer.providers.client import open_client
+from trace_scorer.providers.retry import RetryPolicy
+
+SETTINGS = ProviderSettings(
+    name="p",
+    base_url="https://p.test/v1",
+    chat_models=["m"],
+    embedding_models=["e"],
+    headers={"X-Title": "trace-scorer"},
+)
+KEY = "sk-test-0123456789"
+MESSAGES = [{"role": "system", "content": "You judge."}, {"role": "user", "content": "Is it polite?"}]
+
+
+class Verdict(BaseModel):
+    reasoning: str
+    verdict: int
+
+
+class Recorder:
+    """An httpx transport that keeps each request and answers with ``reply``."""
+
+    def __init__(self, reply: httpx.Response) -> None:
+        self.reply = reply
+        self.requests: list[httpx.Request] = []
+
+    def client(self) -> httpx.AsyncClient:
+        def handle(request: httpx.Request) -> httpx.Response:
+            self.requests.append(request)
+            return self.reply
+
+        return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+
+
+def wire(request: httpx.Request) -> dict[str, Any]:
+    """What a server reads: method, URL, JSON body, and the headers that are not the SDK's own telemetry."""
+    headers = {k: v for k, v in request.headers.items() if not k.startswith("x-stainless")}
+    return {"method": request.method, "url": str(request.url), "body": json.loads(request.content), "headers": headers}
+
+
+async def test_a_chat_completion_is_sent_as_create_sends_it(sleeps: SleepRecorder) -> None:
+    ours, sdk = Recorder(completion(verdict(1))), Recorder(completion(verdict(1)))
+    provider = Provider(SETTINGS, KEY, RetryPolicy(sleep=sleeps), sleep=sleeps, http_client=ours.client())
+    _, client = open_client(SETTINGS, KEY, sdk.client())
+    try:
+        answer = await provider.complete("m", MESSAGES, schema=Verdict, temperature=0.0, max_tokens=300)
+        completions: Any = client.chat.completions  # the SDK's typed signature: plain dicts suffice
+        await completions.create(
+            model="m",
+            messages=MESSAGES,
+            temperature=0.0,
+            max_tokens=300,
+            response_format=response_format(SETTINGS.structured_output, Verdict),
+        )
+    finally:
+        await provider.aclose()
+        await client.close()
+    assert answer.text == verdict(1) and answer.usage.calls == 1
+    (sent,), (expected,) = ours.requests, sdk.requests
+    assert wire(sent) == wire(expected)
+    assert wire(sent)["headers"]["authorization"] == f"Bearer {KEY}"
+    assert wire(sent)["headers"]["x-title"] == "trace-scorer"
+    assert wire(sent)["body"]["response_format"]["type"] == "json_schema"
+
+
+async def test_an_embeddings_request_is_sent_as_create_sends_it(sleeps: SleepRecorder) -> None:
+    vectors = [[0.6, 0.8], [1.0, 0.0]]
+    ours, sdk = Recorder(embeddings_response(vectors, model="e")), Recorder(embeddings_response(vectors, model="e"))
+    provider = EmbeddingProvider(SETTINGS, KEY, RetryPolicy(sleep=sleeps), sleep=sleeps, http_client=ours.client())
+    _, client = open_client(SETTINGS, KEY, sdk.client())
+    try:
+        result = await provider.embed("e", ["a", "b"])
+        await client.embeddings.create(model="e", input=["a", "b"], encoding_format="float")
+    finally:
+        await provider.aclose()
+        await client.close()
+    assert [list(v) for v in result.vectors] == [pytest.approx(v) for v in vectors]
+    (sent,), (expected,) = ours.requests, sdk.requests
+    assert wire(sent) == wire(expected)
