@@ -46,7 +46,7 @@ def batch_events(worker: Any) -> list[dict[str, Any]]:
     return [e for e in worker.events("batch") if e.get("ok")]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])  # three random kills within the run
 def test_three_replicas_with_one_killed_at_random_moments_score_everything_exactly_once(
     start_run: StartRun, postgres_url: str, postgres_schema: str, seed: int
 ) -> None:
