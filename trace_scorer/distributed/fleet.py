@@ -50,7 +50,13 @@ from trace_scorer.langfuse import (
 from trace_scorer.ops import Ops
 from trace_scorer.state import open_state
 from trace_scorer.worker.batch import LangfuseUnavailable
-from trace_scorer.worker.service import Context, open_context, reference_metadata_keys, utc_now
+from trace_scorer.worker.service import (
+    Context,
+    open_context,
+    reference_metadata_keys,
+    report_langfuse_trouble,
+    utc_now,
+)
 from trace_scorer.worker.tick import TickReport
 from trace_scorer.worker.traces import TraceSource, chunks
 
@@ -110,6 +116,11 @@ def batch_lock(target: str, window_id: str, batch_no: int) -> str:
     return f"batch:{target}:{window_id}:{batch_no}"
 
 
+def plan_lock(target: str) -> str:
+    """The lock and queueing lock of a target's plan: one waiting and one running at a time, fleet-wide."""
+    return f"plan:{target}"
+
+
 class Fleet:
     """The jobs of one replica, on the fleet's queue."""
 
@@ -138,8 +149,8 @@ class Fleet:
                 cron=cron_every(target.interval),
                 periodic_id=target.name,
                 task_kwargs={"target": target.name},
-                lock=f"plan:{target.name}",
-                queueing_lock=f"plan:{target.name}",
+                lock=plan_lock(target.name),
+                queueing_lock=plan_lock(target.name),
             )(self.plan_task)
         app.periodic(cron=HOUSEKEEPING_CRON, periodic_id="housekeeping")(self.recover_task)
 
@@ -162,7 +173,7 @@ class Fleet:
         now = self.clock()
         window = await self.book.open_window(name)
         if window is not None and window.complete:
-            await self._finish(source, window)
+            await self._finish(source, window.window_id, window.hold)
         elif window is not None:
             report.window = f"window {window.window_id} open: {len(window.unsettled)} batches left"
             await self._defer_missing(name, window)
@@ -211,13 +222,13 @@ class Fleet:
             log.warning("batches_deferred_again", target=target, window=window.window_id, batches=missing)
             await self._defer_batches(target, window.window_id, missing)
 
-    async def _finish(self, source: TraceSource, window: OpenWindow) -> None:
+    async def _finish(self, source: TraceSource, window_id: str, hold: datetime) -> None:
         """Every batch settled: move the watermark to the window's hold, forget the window."""
         name = source.target.name
         current = self.context.state.watermark(name)
-        if current is None or window.hold > current:
-            self.context.state.set_watermark(name, window.hold)
-        await self.book.remove(name, window.window_id)
+        if current is None or hold > current:
+            self.context.state.set_watermark(name, hold)
+        await self.book.remove(name, window_id)
 
     # -- batches ---------------------------------------------------------------------------------------
 
@@ -240,14 +251,12 @@ class Fleet:
             todo = [r for r in roots if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
             if todo:
                 await source.score_roots(todo, self.clock(), report)
-            if await self.book.settle(target, window_id, batch_no):
-                window = await self.book.open_window(target)
-                if window is not None and window.window_id == window_id:
-                    await self._finish(source, window)
+            hold = await self.book.settle(target, window_id, batch_no)
+            if hold is not None:  # the window's last batch: move the watermark, plan the next window now
+                await self._finish(source, window_id, hold)
                 with contextlib.suppress(exceptions.AlreadyEnqueued):
-                    await self.plan_task.configure(lock=f"plan:{target}", queueing_lock=f"plan:{target}").defer_async(
-                        target=target
-                    )
+                    lock = plan_lock(target)
+                    await self.plan_task.configure(lock=lock, queueing_lock=lock).defer_async(target=target)
 
     # -- the job's report, errors and health ---------------------------------------------------------------
 
@@ -264,22 +273,11 @@ class Fleet:
             yield job
             ok = True
             ops.health.langfuse_ok()
-        except LangfuseUnavailable as exc:
-            ops.health.langfuse_failed(str(exc))
-            log.warning("job_incomplete", target=target, job=kind, reason=str(exc))
-            raise
-        except LangfuseContractError as exc:
-            self.stopped[target] = str(exc)
-            ops.health.target_stopped(target, str(exc))
-            log.error("target_stopped", target=target, reason=str(exc))
-            raise
-        except LangfuseError as exc:
-            ops.health.langfuse_failed(str(exc))
-            log.warning("job_failed", target=target, job=kind, reason=str(exc))
-            raise
+        except (LangfuseUnavailable, LangfuseError) as exc:
+            report_langfuse_trouble(ops.health, self.stopped, target, exc)
+            raise  # the queue retries it (JobRetry), or not
         finally:
-            for reason, count in job.report.skipped.items():
-                ops.telemetry.traces_skipped(target, reason, count)
+            job.report.count_skipped(ops.telemetry)
             log.info(
                 kind,
                 target=target,

@@ -109,17 +109,18 @@ class WindowBook:
             return None
         return PlannedBatch(json.loads(row[0]), bool(row[1])), bool(row[2])
 
-    async def settle(self, target: str, window_id: str, batch_no: int) -> bool:
-        """Mark a batch done; True when it was the window's last (the window is now complete)."""
+    async def settle(self, target: str, window_id: str, batch_no: int) -> datetime | None:
+        """Mark a batch done; the window's ``hold`` when it was the last one (the window is now complete),
+        else None."""
         async with self.pool.connection() as db, db.transaction():
             window = await (
                 await db.execute(
-                    f"SELECT complete FROM {WINDOWS_TABLE} WHERE target = %s AND window_id = %s FOR UPDATE",
+                    f"SELECT complete, hold FROM {WINDOWS_TABLE} WHERE target = %s AND window_id = %s FOR UPDATE",
                     (target, window_id),
                 )
             ).fetchone()
             if window is None or window[0]:
-                return False
+                return None
             await db.execute(
                 f"UPDATE {BATCHES_TABLE} SET settled = true WHERE target = %s AND window_id = %s AND batch_no = %s",
                 (target, window_id, batch_no),
@@ -130,13 +131,14 @@ class WindowBook:
                     (target, window_id),
                 )
             ).fetchone()
-            if left is not None and left[0] == 0:
-                await db.execute(
-                    f"UPDATE {WINDOWS_TABLE} SET complete = true WHERE target = %s AND window_id = %s",
-                    (target, window_id),
-                )
-                return True
-        return False
+            if left is None or left[0] != 0:
+                return None
+            await db.execute(
+                f"UPDATE {WINDOWS_TABLE} SET complete = true WHERE target = %s AND window_id = %s",
+                (target, window_id),
+            )
+            hold: datetime = window[1]
+            return hold
 
     async def remove(self, target: str, window_id: str) -> None:
         """Forget a complete window (after its watermark moved)."""

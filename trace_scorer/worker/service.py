@@ -34,6 +34,7 @@ from trace_scorer.langfuse import (
 )
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
+from trace_scorer.ops.health import Health
 from trace_scorer.pipeline import Pipeline
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.resources import open_resources
@@ -174,6 +175,26 @@ async def open_context(
     return Context(settings, client, state, ops, info, plans, sources, resources)
 
 
+def report_langfuse_trouble(
+    health: Health, stopped: dict[str, str], target: str, exc: LangfuseUnavailable | LangfuseError
+) -> None:
+    """What a tick (or a fleet's job) that Langfuse failed tells ``/readyz`` and the log. A request the
+    server refuses as a whole stops the target for good (``stopped``): retrying cannot help and nothing
+    was settled."""
+    if isinstance(exc, LangfuseContractError):
+        stopped[target] = str(exc)
+        health.target_stopped(target, str(exc))
+        log.error("target_stopped", target=target, reason=str(exc))
+        return
+    health.langfuse_failed(str(exc))
+    if isinstance(exc, LangfuseUnavailable):
+        log.warning("tick_incomplete", target=target, reason=str(exc))
+    elif isinstance(exc, LangfuseAuthError):
+        log.error("langfuse_auth_failed", target=target, reason=str(exc))
+    else:
+        log.warning("tick_failed", target=target, reason=str(exc))
+
+
 class Worker:
     """Runs the sources on their schedules until told to stop."""
 
@@ -204,31 +225,16 @@ class Worker:
             async with self.context.ops.tick(target.name, target.interval):
                 report = await source.tick(self.clock(), self.stop)
             self.context.ops.health.langfuse_ok()
-        except LangfuseUnavailable as exc:
+        except (LangfuseUnavailable, LangfuseError) as exc:
             ok = False
-            self.context.ops.health.langfuse_failed(str(exc))
-            log.warning("tick_incomplete", target=target.name, reason=str(exc))
-        except LangfuseAuthError as exc:
-            ok = False
-            self.context.ops.health.langfuse_failed(str(exc))
-            log.error("langfuse_auth_failed", target=target.name, reason=str(exc))
-        except LangfuseContractError as exc:
-            # The server refuses the request's shape: retrying cannot help and nothing was settled.
-            ok = False
-            self.stopped[target.name] = str(exc)
-            self.context.ops.health.target_stopped(target.name, str(exc))
-            log.error("target_stopped", target=target.name, reason=str(exc))
-        except LangfuseError as exc:
-            ok = False
-            self.context.ops.health.langfuse_failed(str(exc))
-            log.warning("tick_failed", target=target.name, reason=str(exc))
+            report_langfuse_trouble(self.context.ops.health, self.stopped, target.name, exc)
         except Exception:
             ok = False
             log.exception("tick_error", target=target.name)
         finally:
             if task is not None:
                 self._running.discard(task)
-        self.count_skipped(report)
+        report.count_skipped(self.context.ops.telemetry)
         log.info(
             "tick",
             target=target.name,
@@ -238,14 +244,6 @@ class Worker:
             langfuse_retries=client.stats.total_retries - retries_before,
             duration_seconds=round(asyncio.get_running_loop().time() - started, 3),
         )
-
-    def count_skipped(self, report: TickReport) -> None:
-        """``traces_skipped_total`` by reason, from the tick's report (as the tick event logs them)."""
-        telemetry = self.context.ops.telemetry
-        for reason, count in report.skipped.items():
-            telemetry.traces_skipped(report.target, reason, count)
-        if report.deferred:
-            telemetry.traces_skipped(report.target, "not finished", report.deferred)
 
     async def run(self) -> None:
         """Schedule every target until :attr:`stop` is set, then let running ticks finish."""

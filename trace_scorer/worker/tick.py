@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from trace_scorer.ops.telemetry import Telemetry
+
 
 @dataclass
 class TickReport:
@@ -21,6 +23,13 @@ class TickReport:
     scores_posted: int = 0
     scores_rejected: int = 0
     runs_posted: int = 0
+
+    def count_skipped(self, telemetry: Telemetry) -> None:
+        """``traces_skipped_total`` by reason, as the tick event logs them (deferred: "not finished")."""
+        for reason, count in self.skipped.items():
+            telemetry.traces_skipped(self.target, reason, count)
+        if self.deferred:
+            telemetry.traces_skipped(self.target, "not finished", self.deferred)
 
     def as_log(self) -> dict[str, object]:
         return {

@@ -11,14 +11,7 @@ import respx
 
 from tests.support.clocks import SleepRecorder
 from tests.support.judge import JudgeFactory, ScriptedLLM, settings
-from tests.support.providers import send_through_httpx
 from trace_scorer.judge import Judge, build_judge
-
-
-@pytest.fixture(autouse=True)
-def _providers_send_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Unit tests open no sockets: providers send through httpx, which respx mocks (tests/support/providers.py)."""
-    send_through_httpx(monkeypatch)
 
 
 @pytest.fixture
