@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 
 import structlog
@@ -69,6 +70,13 @@ class GroupResult(_NamedOutcomes):
     kpi_names: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class _StreamEnd:
+    """The end of :meth:`Pipeline.score_stream`'s results, with the error that ended it, if any."""
+
+    error: BaseException | None = None
+
+
 class Pipeline:
     """Scores samples and groups with one target's plan."""
 
@@ -112,6 +120,60 @@ class Pipeline:
         finally:
             for task in window:
                 task.cancel()
+
+    async def score_stream(
+        self, samples: AsyncGenerator[Sample, None], *, concurrency: int
+    ) -> AsyncGenerator[SampleResult, None]:
+        """Score samples as ``samples`` produces them, ``concurrency`` at a time, yielding each result as
+        soon as it is ready (completion order).
+
+        Why not :meth:`score_samples`: the worker's samples come from a read that takes a while (pages of
+        observations, extraction), and its results go out in chunks; scoring the first samples while the
+        rest are read, and handing results on as they finish, keeps the judge's slots busy from the first
+        page to the last answer. ``samples`` is read by a task of its own, so a slow consumer (posting a
+        chunk of scores) does not stop new samples from starting. An error from ``samples`` is raised
+        after the samples already started have been yielded."""
+        results: asyncio.Queue[SampleResult | _StreamEnd] = asyncio.Queue()
+        slots = asyncio.Semaphore(max(1, concurrency))
+        running: set[asyncio.Task[None]] = set()
+
+        async def score(sample: Sample) -> None:
+            try:
+                results.put_nowait(await self.score_sample(sample))
+            except Exception as exc:  # score_sample turns metric errors into Failed: this is a bug
+                results.put_nowait(_StreamEnd(exc))
+            finally:
+                slots.release()
+
+        async def feed() -> None:
+            error: BaseException | None = None
+            try:
+                async with aclosing(samples):
+                    async for sample in samples:
+                        await slots.acquire()
+                        task = asyncio.create_task(score(sample))
+                        running.add(task)
+                        task.add_done_callback(running.discard)
+            except Exception as exc:
+                error = exc
+            if running:
+                await asyncio.wait(set(running))
+            results.put_nowait(_StreamEnd(error))
+
+        feeder = asyncio.create_task(feed())
+        try:
+            while True:
+                got = await results.get()
+                if isinstance(got, _StreamEnd):
+                    if got.error is not None:
+                        raise got.error
+                    return
+                yield got
+        finally:
+            pending = [feeder, *running]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _run_metric(self, metric: AnyMetric, sample: Sample, known: Mapping[str, Outcome]) -> dict[str, Outcome]:
         outcome: MetricOutput

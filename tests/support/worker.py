@@ -4,6 +4,7 @@ targets and settings."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
@@ -56,6 +57,8 @@ REFERENCES = {
 
 #: Trace ids for which the toy "flaky" metric fails (as if every judge model were down).
 FLAKY: set[str] = set()
+#: Trace ids whose ``test_flaky`` score waits for the event (to hold a trace back until something happened).
+GATES: dict[str, asyncio.Event] = {}
 
 
 class Flaky(Metric[MetricOptions]):
@@ -64,6 +67,8 @@ class Flaky(Metric[MetricOptions]):
     key = "test_flaky"
 
     async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
+        if sample.id in GATES:
+            await GATES[sample.id].wait()
         if sample.id in FLAKY:
             return Failed("all judge models failed (test)")
         return Score(1.0, "fine")

@@ -12,14 +12,15 @@ The rules that keep scores neither lost nor duplicated:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
 
 from trace_scorer.config.targets import TargetSettings
-from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject
+from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject, ScoreToPost
 from trace_scorer.metrics.base import Failed, Skipped
 from trace_scorer.ops.telemetry import Telemetry
 from trace_scorer.pipeline import Pipeline, SampleResult
@@ -60,15 +61,18 @@ def unsettled_reason(delivery: DeliveryReport) -> str:
     return "; ".join(parts) or "delivery incomplete"
 
 
+async def _as_async(items: Iterable[WorkItem] | AsyncGenerator[WorkItem, None]) -> AsyncGenerator[WorkItem, None]:
+    if isinstance(items, AsyncGenerator):
+        async with aclosing(items):
+            async for item in items:
+                yield item
+    else:
+        for item in items:
+            yield item
+
+
 class LangfuseUnavailable(Exception):
     """Scores could not be delivered after the retries: stop the tick, keep the watermark, try again later."""
-
-
-@dataclass
-class ScoredBatch:
-    results: list[SampleResult]
-    #: Traces whose scores all have a final answer (accepted or rejected).
-    settled: set[str]
 
 
 class BatchScorer:
@@ -103,34 +107,69 @@ class BatchScorer:
         if self._progress is not None:
             self._progress()
 
-    async def run(self, items: Sequence[WorkItem], report: TickReport, now: datetime) -> ScoredBatch:
-        """Score ``items``, post, record. Raises :class:`LangfuseUnavailable` when delivery is incomplete
-        (after recording what did settle)."""
-        by_id = {item.sample.id: item for item in items}
-        results = []
-        async for result in self.pipeline.score_samples([i.sample for i in items], concurrency=self.concurrency):
-            results.append(result)
-            self.progress()
-        posts = []
-        for result in results:
-            item = by_id[result.sample.id]
-            posts += scores_to_post(
-                self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
-            )
+    async def run(
+        self,
+        items: Iterable[WorkItem] | AsyncGenerator[WorkItem, None],
+        report: TickReport,
+        now: datetime,
+        *,
+        on_settled: Callable[[Sequence[SampleResult]], None] | None = None,
+    ) -> None:
+        """Score ``items`` as they come, post their scores in chunks as results are ready, record each
+        chunk once Langfuse has answered for it. Raises :class:`LangfuseUnavailable` when a chunk's
+        delivery is incomplete (after recording what did settle; the items not scored yet are left).
+
+        Why chunks: posting the whole batch after its last judge call leaves the judge idle while the
+        scores go out; a chunk is as many whole traces as fit in one score request
+        (``langfuse.score_batch_size``), so the request count stays that of one post per full request.
+        ``on_settled`` is called with each chunk's settled results inside the ledger's transaction."""
+        by_id: dict[str, WorkItem] = {}
+
+        async def samples() -> AsyncGenerator[Sample, None]:
+            async for item in _as_async(items):
+                by_id[item.sample.id] = item
+                yield item.sample
+
+        limit = self.client.settings.score_batch_size
+        chunk: list[tuple[WorkItem, SampleResult]] = []
+        posts: list[ScoreToPost] = []
+        async with aclosing(self.pipeline.score_stream(samples(), concurrency=self.concurrency)) as results:
+            async for result in results:
+                self.progress()
+                item = by_id.pop(result.sample.id)
+                scores = scores_to_post(
+                    self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
+                )
+                if chunk and len(posts) + len(scores) > limit:
+                    await self._deliver(chunk, posts, report, now, on_settled)
+                    chunk, posts = [], []
+                chunk.append((item, result))
+                posts += scores
+        if chunk:
+            await self._deliver(chunk, posts, report, now, on_settled)
+
+    async def _deliver(
+        self,
+        chunk: Sequence[tuple[WorkItem, SampleResult]],
+        posts: Sequence[ScoreToPost],
+        report: TickReport,
+        now: datetime,
+        on_settled: Callable[[Sequence[SampleResult]], None] | None,
+    ) -> None:
+        """Post one chunk's scores and record the traces whose scores all have a final answer."""
         delivery = await self.client.post_scores(posts) if posts else DeliveryReport()
         self.progress()
         self.count_delivery(delivery, report)
 
         unsettled = {s.subject.trace_id for s in delivery.undelivered}
         unsettled |= {s.subject.trace_id for batch in delivery.unattributed for s in batch.scores}
-        settled: set[str] = set()
+        settled: list[SampleResult] = []
         done: list[str] = []
         with self.state.transaction():
-            for result in results:
-                item = by_id[result.sample.id]
+            for item, result in chunk:
                 if item.trace_id in unsettled:
                     continue
-                settled.add(item.trace_id)
+                settled.append(result)
                 self.telemetry.metric_outcomes(self.target.name, result.outcomes)
                 failures = result.reasons(Failed)
                 if failures:
@@ -145,9 +184,10 @@ class BatchScorer:
                 if all(isinstance(o, Skipped) for o in result.outcomes.values()) and result.outcomes:
                     report.skipped["nothing to score"] += 1
             self.state.record_scored(self.target.name, done, self.plan.config_hash, now)
+            if on_settled is not None and settled:
+                on_settled(settled)
         if not delivery.complete:
             raise LangfuseUnavailable(unsettled_reason(delivery))
-        return ScoredBatch(results, settled)
 
     def _record_failure(self, item: WorkItem, failures: dict[str, str], report: TickReport, now: datetime) -> None:
         previous = self.state.failure(self.target.name, item.trace_id)

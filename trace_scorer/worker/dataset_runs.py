@@ -181,13 +181,15 @@ class DatasetRunSource(SourceBase):
                 sample.notes.append("no observations found for the trace; scored from the experiment item alone")
             start = sample.start_time or item.start_time
             work.append(WorkItem(sample, start, item.environment))
-        batch = await self.scorer.run(work, report, now)
-        stored = [
-            StoredResult(r.sample.trace_id or r.sample.id, r.sample.item_id, encode_outcomes(r.outcomes))
-            for r in batch.results
-            if (r.sample.trace_id or r.sample.id) in batch.settled
-        ]
-        self.state.save_results(self.target.name, experiment.id, stored)
+
+        def save(settled: Sequence[SampleResult]) -> None:
+            stored = [
+                StoredResult(r.sample.trace_id or r.sample.id, r.sample.item_id, encode_outcomes(r.outcomes))
+                for r in settled
+            ]
+            self.state.save_results(self.target.name, experiment.id, stored)
+
+        await self.scorer.run(work, report, now, on_settled=save)
 
     # -- run level -------------------------------------------------------------------------------
 

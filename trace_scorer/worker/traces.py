@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -223,16 +223,25 @@ class TraceSource(SourceBase):
         return list(ready.values()), hold
 
     async def score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
-        """Fetch, score, post and record these traces (one batch)."""
-        items: list[WorkItem] = []
+        """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
+        read, while the rest of the batch is still being read."""
+        await self.scorer.run(self._work_items(roots, now, report), report, now)
+
+    async def _work_items(
+        self, roots: Sequence[TraceRoot], now: datetime, report: TickReport
+    ) -> AsyncGenerator[WorkItem, None]:
+        """The batch's traces as samples, in the order they are read; once all are read, the ones with
+        nothing to score (oversized, no observations) are recorded as done, so they are not read again."""
+        by_id = {r.trace_id: r for r in roots}
         found: set[str] = set()
+        scorable: set[str] = set()
         oversized: list[str] = []
         async for trace in self.client.reads.fetch_traces(roots):
             self.scorer.progress()
             if trace.trace_id in found:
                 continue
             found.add(trace.trace_id)
-            root = next(r for r in roots if r.trace_id == trace.trace_id)
+            root = by_id[trace.trace_id]
             if isinstance(trace, OversizedTrace):
                 # Recorded as done below, so logged once: not read again (until the configuration changes).
                 log.warning(
@@ -250,20 +259,18 @@ class TraceSource(SourceBase):
             sample = extract_sample(trace.rows, references=self.target.references, trace_id=trace.trace_id)
             if root.end_time is None:
                 sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
-            items.append(WorkItem(sample, root.start_time, root.environment, json.dumps(root.row, default=str)))
+            scorable.add(trace.trace_id)
+            yield WorkItem(sample, root.start_time, root.environment, json.dumps(root.row, default=str))
         if oversized:
             report.skipped[TOO_MANY_ROWS] += len(oversized)
             self.state.record_scored(
                 self.target.name, oversized, self.scorer.plan.config_hash, now, reason=TOO_MANY_ROWS
             )
-        scorable = {item.trace_id for item in items} | set(oversized)
-        missing = [r.trace_id for r in roots if r.trace_id not in scorable]
+        missing = [trace_id for trace_id in by_id if trace_id not in scorable and trace_id not in oversized]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             report.skipped["no observations"] += len(missing)
             self.state.record_scored(self.target.name, missing, self.scorer.plan.config_hash, now)
-        if items:
-            await self.scorer.run(items, report, now)
 
     async def retry_failures(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
         """Score again the failed traces whose next try has come."""

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.clocks import FakeClock
-from tests.support.worker import FLAKY, Flaky, Harness, MakeHarness, settings_for, traces_target
+from tests.support.worker import FLAKY, GATES, Flaky, Harness, MakeHarness, settings_for, traces_target
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
 
 
@@ -19,8 +19,10 @@ def _registry_with_flaky(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry: MetricRegistry = default_registry().with_classes(Flaky)
     monkeypatch.setattr("trace_scorer.plan.default_registry", lambda: registry)
     FLAKY.clear()
+    GATES.clear()
     yield
     FLAKY.clear()
+    GATES.clear()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.clocks import FakeClock
 from tests.support.langfuse_inprocess import InProcessLangfuse
-from tests.support.worker import FLAKY, MakeHarness, agent_trace, traces_target
+from tests.support.worker import FLAKY, GATES, MakeHarness, agent_trace, traces_target
 from trace_scorer.langfuse import ScoreSubject, score_id
 from trace_scorer.worker.traces import BATCHES_IN_FLIGHT
 
@@ -302,6 +302,47 @@ async def test_the_next_batch_is_read_and_scored_while_the_previous_one_finishes
     assert context.state.watermark("agent") == clock.now() - timedelta(minutes=2)
 
 
+async def test_scores_go_out_in_chunks_of_whole_traces_while_the_batch_is_still_being_scored(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    """A batch's scores are posted as results come (a chunk = the whole traces that fit in one score
+    request) and each chunk enters the ledger once Langfuse has answered: the last trace of the batch is
+    held until a first chunk is posted and recorded, so without chunks this tick could not finish."""
+    seed(v4, clock, *[f"t{i}" for i in range(5)])
+    held = GATES["t4"] = asyncio.Event()
+    h = await harness(worker={"batch_size": 5})
+    h.settings = h.settings.model_copy(
+        update={"langfuse": h.settings.langfuse.model_copy(update={"score_batch_size": 9})}
+    )
+    context = await h.open()
+    client = context.client
+    original = client.post_scores
+    posted: list[list[str]] = []
+    recorded_before_release: list[str] = []
+
+    async def post_scores(scores: Any) -> Any:
+        delivery = await original(scores)
+        posted.append(sorted({s.subject.trace_id for s in scores}))
+        if not held.is_set():
+            # Once recorded (the next step after the answer), the held trace may finish.
+            asyncio.get_running_loop().call_soon(release)
+        return delivery
+
+    def release() -> None:
+        recorded_before_release.extend(context.state.scored_hashes("agent", [f"t{i}" for i in range(4)]))
+        held.set()
+
+    client.post_scores = post_scores  # type: ignore[method-assign]
+    report = await asyncio.wait_for(h.tick(context), timeout=30)  # a safety net: this fails, never waits
+
+    assert report.scored == 5 and len(v4.scores) == 20
+    # 4 scores a trace, at most 9 a request: chunks of two whole traces, the held one last.
+    assert [len(p) for p in posted] == [2, 2, 1] and posted[-1] == ["t4"]
+    assert sorted(t for p in posted for t in p) == [f"t{i}" for i in range(5)]
+    # The first chunk was in the ledger before the held trace was scored.
+    assert sorted(recorded_before_release) == posted[0]
+
+
 async def test_a_batch_that_cannot_be_delivered_starts_no_other_and_lets_the_one_in_flight_finish(
     harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -315,6 +356,7 @@ async def test_a_batch_that_cannot_be_delivered_starts_no_other_and_lets_the_one
     started: list[list[str]] = []
 
     async def run(items: Any, report: Any, now: Any) -> Any:
+        items = [item async for item in items]  # the batch's traces, read
         started.append([i.trace_id for i in items])
         if len(started) == 1:
             await asyncio.sleep(0.01)  # the second batch is in flight when the first one fails

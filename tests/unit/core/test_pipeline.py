@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -118,3 +120,42 @@ async def test_concurrent_scoring_keeps_input_order(toy_registry: MetricRegistry
     samples = [sample(f"s{i}", x=i / 100) for i in range(50)]
     ids = [r.sample.id async for r in p.score_samples(samples, concurrency=8)]
     assert ids == [s.id for s in samples]
+
+
+async def test_a_stream_is_scored_while_it_is_read_and_its_error_comes_after_what_started(
+    toy_registry: MetricRegistry,
+) -> None:
+    """score_stream hands a result on before the source has produced the next sample (the source here
+    waits for the first result: read-all-then-score could never finish), keeps at most ``concurrency``
+    samples in flight, and raises the source's error only after the samples already read are yielded."""
+    p = pipeline(toy_registry, [{"metric": "toy_metadata_value", "name": "v"}])
+    first_result = asyncio.Event()
+    in_flight, peak = 0, 0
+    original = p.score_sample
+
+    async def counted(s: Sample) -> Any:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            await asyncio.sleep(0)
+            return await original(s)
+        finally:
+            in_flight -= 1
+
+    p.score_sample = counted  # type: ignore[method-assign]
+
+    async def samples() -> AsyncGenerator[Sample, None]:
+        yield sample("s0", x=0.0)
+        await asyncio.wait_for(first_result.wait(), timeout=10)  # a safety net: fails, never waits
+        for i in range(1, 6):
+            yield sample(f"s{i}", x=i / 10)
+        raise RuntimeError("the read broke")
+
+    seen = []
+    with pytest.raises(RuntimeError, match="the read broke"):
+        async for result in p.score_stream(samples(), concurrency=2):
+            seen.append(result.sample.id)
+            first_result.set()
+    assert sorted(seen) == [f"s{i}" for i in range(6)] and seen[0] == "s0"
+    assert peak == 2
