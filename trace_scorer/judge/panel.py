@@ -103,7 +103,14 @@ async def ask_panel(
 ) -> PanelResult:
     """Run ``per_model`` for every model at once (the providers' limits bound the traffic)."""
     sessions = [ModelSession(judge, run, model) for model in models]
-    results = await asyncio.gather(*(per_model(s) for s in sessions), return_exceptions=True)
+    results: list[ModelVerdict | BaseException]
+    if len(sessions) == 1:  # the usual judge: no task and gather for a panel of one
+        try:
+            results = [await per_model(sessions[0])]
+        except JudgeCallError as exc:
+            results = [exc]
+    else:
+        results = await asyncio.gather(*(per_model(s) for s in sessions), return_exceptions=True)
     verdicts: dict[str, ModelVerdict] = {}
     failures: dict[str, JudgeCallError] = {}
     for session, result in zip(sessions, results, strict=True):

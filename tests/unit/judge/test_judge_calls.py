@@ -476,6 +476,34 @@ async def test_an_endpoint_reporting_no_usage(llm: ScriptedLLM, make_judge: Judg
     assert "cost_usd" not in entry  # unknown, not zero
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [[], "a string", {"choices": "x"}, {"choices": [None]}, {"choices": [{"message": "hi"}]}, {"choices": []}],
+)
+async def test_an_answer_of_another_shape_is_no_answer_not_a_crash(
+    llm: ScriptedLLM, make_judge: JudgeFactory, payload: Any
+) -> None:
+    llm.on("a", lambda body: httpx.Response(200, json=payload))
+    judge = await make_judge(provider("p", "a"))
+    outcome = await critic(judge).score(booking_sample(), {})
+    assert isinstance(outcome, Failed) and "the answer was empty" in outcome.reason, outcome
+
+
+async def test_json_under_another_content_type_is_read_and_odd_token_counts_are_zero(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
+    def plain(body: dict[str, Any]) -> httpx.Response:
+        payload = json.loads(completion(verdict(1)).content)
+        payload["usage"] = {"prompt_tokens": "12", "completion_tokens": 7}
+        return httpx.Response(200, content=json.dumps(payload), headers={"content-type": "text/plain"})
+
+    llm.on("a", plain)
+    judge = await make_judge(provider("p", "a"))
+    outcome = await critic(judge).score(booking_sample(), {})
+    assert isinstance(outcome, Score) and outcome.value == 1.0
+    assert outcome.details["models"]["p/a"]["tokens"] == {"prompt": 0, "completion": 7}
+
+
 # --- what the worker's metrics hear -------------------------------------------------------------
 
 
