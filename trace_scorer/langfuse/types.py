@@ -224,10 +224,11 @@ class ScoreToPost:
     metadata: Mapping[str, Any] | None = None
     environment: str | None = None
     config_id: str | None = None
+    #: Derived from subject and name once (a uuid5: posting reads it several times a score).
+    id: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def id(self) -> str:
-        return score_id(self.subject, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", score_id(self.subject, self.name))
 
 
 @dataclass(frozen=True, slots=True)

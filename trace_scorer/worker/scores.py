@@ -33,11 +33,14 @@ def score_environment(environment: str | None) -> str | None:
     return environment
 
 
-def _details(details: Mapping[str, Any]) -> Any:
+def _details(details: Mapping[str, Any]) -> str:
+    """The details as the JSON text Langfuse gets (``wire_metadata`` sends nested metadata values as
+    text): encoded once here, not decoded and encoded again on the way out."""
     text = json.dumps(details, ensure_ascii=False, default=str)
-    if len(text.encode()) > MAX_DETAILS_BYTES:
-        return {"omitted": f"details of {len(text.encode())} bytes exceed {MAX_DETAILS_BYTES}"}
-    return json.loads(text)
+    size = len(text.encode())
+    if size > MAX_DETAILS_BYTES:
+        return json.dumps({"omitted": f"details of {size} bytes exceed {MAX_DETAILS_BYTES}"})
+    return text
 
 
 def judge_trace_id(details: Mapping[str, Any]) -> str | None:

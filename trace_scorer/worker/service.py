@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import signal
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -195,6 +196,16 @@ def report_langfuse_trouble(
         log.warning("tick_failed", target=target, reason=str(exc))
 
 
+
+def freeze_start_up_objects() -> None:
+    """Take what start-up built (modules, classes, plans, clients: it lives as long as the process) out of
+    the cyclic garbage collector's walks. Without it every full collection walked all of it again: ~240,000
+    objects, 8 collections and 1.0 s of CPU in a 1,000-trace bench run, a tenth of the worker's CPU.
+    ``gc.freeze`` is the standard library's tool for long-lived processes; garbage is collected first so
+    none of it is kept for good."""
+    gc.collect()
+    gc.freeze()
+
 class Worker:
     """Runs the sources on their schedules until told to stop."""
 
@@ -262,6 +273,7 @@ class Worker:
                 misfire_grace_time=None,
             )
         scheduler.start()
+        freeze_start_up_objects()
         log.info("worker_started", targets=list(self.context.sources))
         try:
             await self.stop.wait()
