@@ -123,11 +123,12 @@ class BatchScorer:
         scores go out; a chunk is as many whole traces as fit in one score request
         (``langfuse.score_batch_size``), so the request count stays that of one post per full request.
         ``on_settled`` is called with each chunk's settled results inside the ledger's transaction."""
-        by_id: dict[str, WorkItem] = {}
+        #: Items by their sample object (a result carries it): two items may share a sample id.
+        waiting: dict[int, WorkItem] = {}
 
         async def samples() -> AsyncGenerator[Sample, None]:
             async for item in _as_async(items):
-                by_id[item.sample.id] = item
+                waiting[id(item.sample)] = item
                 yield item.sample
 
         limit = self.client.settings.score_batch_size
@@ -136,7 +137,7 @@ class BatchScorer:
         async with aclosing(self.pipeline.score_stream(samples(), concurrency=self.concurrency)) as results:
             async for result in results:
                 self.progress()
-                item = by_id.pop(result.sample.id)
+                item = waiting.pop(id(result.sample))
                 scores = scores_to_post(
                     self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
                 )
