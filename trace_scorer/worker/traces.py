@@ -234,7 +234,8 @@ class TraceSource(SourceBase):
         nothing to score (oversized, no observations) are recorded as done, so they are not read again."""
         by_id = {r.trace_id: r for r in roots}
         found: set[str] = set()
-        scorable: set[str] = set()
+        #: Traces yielded for scoring or set aside as oversized: the rest of the batch had nothing to read.
+        handled: set[str] = set()
         oversized: list[str] = []
         async for trace in self.client.reads.fetch_traces(roots):
             self.scorer.progress()
@@ -253,20 +254,21 @@ class TraceSource(SourceBase):
                     max_rows_per_trace=trace.limit,
                 )
                 oversized.append(trace.trace_id)
+                handled.add(trace.trace_id)
                 continue
             if not trace.rows:
                 continue
             sample = extract_sample(trace.rows, references=self.target.references, trace_id=trace.trace_id)
             if root.end_time is None:
                 sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
-            scorable.add(trace.trace_id)
+            handled.add(trace.trace_id)
             yield WorkItem(sample, root.start_time, root.environment, json.dumps(root.row, default=str))
         if oversized:
             report.skipped[TOO_MANY_ROWS] += len(oversized)
             self.state.record_scored(
                 self.target.name, oversized, self.scorer.plan.config_hash, now, reason=TOO_MANY_ROWS
             )
-        missing = [trace_id for trace_id in by_id if trace_id not in scorable and trace_id not in oversized]
+        missing = [trace_id for trace_id in by_id if trace_id not in handled]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             report.skipped["no observations"] += len(missing)
