@@ -89,14 +89,18 @@ class LangfuseRetryPolicy:
             sleep=self._clock.sleep,
             on_retry=on_retry,
         )
-        async for attempt in retrying:
-            with attempt:
-                try:
-                    return await send()
-                except (LangfuseHTTPError, LangfuseTransportError) as error:
-                    error.attempts = attempt.retry_state.attempt_number
-                    raise
-        raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
+        attempts = 0
+
+        async def attempt() -> T:
+            nonlocal attempts
+            attempts += 1
+            try:
+                return await send()
+            except (LangfuseHTTPError, LangfuseTransportError) as error:
+                error.attempts = attempts
+                raise
+
+        return await shared.run_retrying(retrying, attempt)
 
 
 def _outcome(error: BaseException | None) -> str:

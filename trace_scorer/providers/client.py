@@ -20,6 +20,7 @@ from trace_scorer.logs import redact_text
 from trace_scorer.providers import transport
 from trace_scorer.providers.deadline import Deadline
 from trace_scorer.providers.limits import ProviderLimits
+from trace_scorer.retry import run_retrying
 
 #: What the openai client can send through: the providers' aiohttp client, or (tests) an httpx one.
 HttpClient = httpx2.AsyncClient | httpx.AsyncClient
@@ -56,11 +57,12 @@ async def send_retrying(
 ) -> T:
     """``await call()`` under the provider's retry policy: each attempt in one of the provider's slots and
     within the request deadline. The last error is raised once the retries run out."""
-    async for attempt in retrying:
-        with attempt:
-            async with limits.slot():
-                return await within_deadline(deadline, seconds, url, call)
-    raise AssertionError("tenacity ends with a result or the last error")  # pragma: no cover
+
+    async def attempt() -> T:
+        async with limits.slot():
+            return await within_deadline(deadline, seconds, url, call)
+
+    return await run_retrying(retrying, attempt)
 
 
 def describe_error(exc: BaseException) -> str:
