@@ -41,6 +41,7 @@ import argparse
 import asyncio
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,12 @@ def scenario_for(traces: int, seed: int = 7) -> Scenario:
     """A backlog 1 s apart whose last trace started three minutes ago (every trace has ended)."""
     end = (datetime.now(UTC) - timedelta(minutes=3)).replace(microsecond=0)
     return Scenario(seed=seed, traces=traces, spacing=1.0, end=end.isoformat(), references_rate=1.0, datasets=())
+
+
+def interpreter() -> str:
+    """Which Python ran: its build changes every CPU figure (bench/README.md: Debian's optimised build ran
+    the worker in ~20 % less CPU than pyenv's default build of the same minor version)."""
+    return f"{platform.python_implementation()} {platform.python_version()}, {os.path.realpath(sys.executable)}"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -636,6 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         f"worker.batch_size = {args.batch_size}; Langfuse {LANGFUSE_LATENCY * 1000:.0f} ms, "
         f"LLM {LLM_LATENCY * 1000:.0f} ms a request.\n"
     )
+    print(f"Interpreter (the worker's too): {interpreter()}\n")
     print("Scores per metric (a metric with nothing to compare is skipped, not posted):\n")
     print(
         table(
