@@ -159,7 +159,9 @@ class Transport:
             # the plain JSON as Langfuse sent it (absent fields stay absent), so read the raw response.
             raw = response._response
             count(str(raw.status_code))
-            return ClientAnswer(status=raw.status_code, data=response.data, body=raw.json())
+            answer = ClientAnswer(status=raw.status_code, data=response.data, body=raw.json())
+            _release(raw)
+            return answer
 
         if not retry:
             return await attempt()
@@ -205,6 +207,7 @@ class Transport:
                 ) from None
             self._stats.count_request(endpoint.label, str(response.status_code), time.perf_counter() - started)
             content = _json_or_text(response)
+            _release(response)
             if response.is_success or response.status_code in accept:
                 if isinstance(content, str):
                     raise LangfuseResponseError(
@@ -265,6 +268,14 @@ def _query(params: Mapping[str, QueryValue]) -> httpx.QueryParams:
         else:
             pairs.extend((key, item) for item in value)
     return httpx.QueryParams(pairs)
+
+
+def _release(response: httpx.Response) -> None:
+    """Let a read response be freed as soon as it is dropped. httpx ties every response to its body stream
+    in a reference cycle (the stream refers back to the response), so each page of observations, up to
+    megabytes, waited for the cyclic garbage collector. Once the body is read the stream is only its
+    bytes, as in a response built from them."""
+    response.stream = httpx.ByteStream(response.content)
 
 
 def _json_or_text(response: httpx.Response) -> Any:

@@ -197,25 +197,16 @@ def report_langfuse_trouble(
 
 
 
-#: The cyclic garbage collector's thresholds once start-up is over (CPython's defaults: 700, 10, 10).
-#: What a worker allocates is either short-lived (freed by reference counting) or lives as long as a batch;
-#: with the defaults the collector walked that batch data again and again: 0.4-0.8 s of CPU a 1,000-trace
-#: bench run, 8-15 % of the worker's. These cut it to 0.17-0.26 s with the same peak RSS
-#: (bench/README.md, "Third round of issue #15").
-SERVING_GC_THRESHOLDS = (5000, 20, 100)
-
-
-def tune_garbage_collector() -> None:
-    """Set the garbage collector up for serving, once start-up is done.
-
-    First, take what start-up built (modules, classes, plans, clients: it lives as long as the process) out
-    of the collector's walks (``gc.freeze``, the standard library's tool for long-lived processes; garbage
-    is collected first so none of it is kept for good): without it every full collection walked ~240,000
-    objects again. Then collect less often (:data:`SERVING_GC_THRESHOLDS`): the worker makes almost no
-    cyclic garbage (judge requests used to leave one cycle each: ``trace_scorer.retry.run_retrying``)."""
+def freeze_start_up_objects() -> None:
+    """Take what start-up built (modules, classes, plans, clients: it lives as long as the process) out of
+    the cyclic garbage collector's walks. Without it every full collection walked all of it again: ~240,000
+    objects, 8 collections and 1.0 s of CPU in a 1,000-trace bench run, a tenth of the worker's CPU.
+    ``gc.freeze`` is the standard library's tool for long-lived processes; garbage is collected first so
+    none of it is kept for good. The collector's thresholds stay CPython's: raised, they let the pages
+    of observations that ``httpx`` responses hold in reference cycles linger, and the peak RSS of a
+    100,000-trace backlog rose from 254 to 314 MB (bench/README.md, "Third round of issue #15")."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(*SERVING_GC_THRESHOLDS)
 
 
 class Worker:
@@ -285,7 +276,7 @@ class Worker:
                 misfire_grace_time=None,
             )
         scheduler.start()
-        tune_garbage_collector()
+        freeze_start_up_objects()
         log.info("worker_started", targets=list(self.context.sources))
         try:
             await self.stop.wait()
