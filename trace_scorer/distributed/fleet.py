@@ -52,10 +52,10 @@ from trace_scorer.state import open_state
 from trace_scorer.worker.batch import LangfuseUnavailable
 from trace_scorer.worker.service import (
     Context,
-    freeze_start_up_objects,
     open_context,
     reference_metadata_keys,
     report_langfuse_trouble,
+    tune_garbage_collector,
     utc_now,
 )
 from trace_scorer.worker.tick import TickReport
@@ -408,7 +408,7 @@ class Replica:
             )
         )
         watcher = asyncio.ensure_future(self.fleet.watch_queue(self.stop))
-        freeze_start_up_objects()
+        tune_garbage_collector()
         log.info("worker_started", mode="distributed", targets=[t.name for t in settings.targets])
         stopped = asyncio.ensure_future(self.stop.wait())
         try:
