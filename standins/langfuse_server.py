@@ -26,10 +26,10 @@ flag can be changed with ``overrides``. In short:
   not know, answers Next.js's HTML 404. Options: ``heavy_read_limit`` / ``heavy_read_bytes`` (422 on
   heavy ``/v2/observations`` reads), ``score_configs`` (pre-seeded, with ``createdAt``), fault injection.
 
-**Contract.** Every request is checked against ``langfuse-openapi.yml`` (``POST /scores``: an object
-against the file, a list against the package's elements — which one the version accepts is its own
-answer, not a violation) and every answer against the ``langfuse`` package's models (v4) or the file
-(v3; 2.x answers the package refuses are not checked) — :mod:`standins.contract`. A violation is answered
+**Contract.** Every request is checked against :mod:`standins.contract` (``POST /scores``: one object or
+a list of the package's ``CreateScoreRequest`` — which one the version accepts is its own answer, not a
+violation) and every answer against the ``langfuse`` package's models (v4) or ours (v3; 2.x answers the
+package refuses are not checked). A violation is answered
 400 with the reason and recorded (``GET /_standin/stats`` → ``violations``); a test asserts there are none.
 
 **Data.** From :class:`standins.generate.Corpus` (seeded, lazy), plus traces a test adds. Scores are
@@ -432,7 +432,7 @@ class LangfuseApp(StandinApp):
 
     def route(self, request: Request) -> Routed:
         try:
-            operation = self.contract.api.operation(request.method, request.raw_path)
+            operation = self.contract.operation(request.method, request.raw_path)
         except ContractViolation as error:
             self.violation(str(error))
             label = f"{request.method} {request.raw_path}"

@@ -1,8 +1,8 @@
 """The data a test gives the in-process Langfuse (:mod:`tests.support.langfuse_inprocess`), and the
 answers it scripts: each payload checked against the contract as it is built.
 
-v4 payloads are accepted by the ``langfuse`` package's models, v3 (legacy) payloads validate against
-``langfuse-openapi.yml``. Times are ISO strings with ``Z``; pass datetimes or strings.
+v4 payloads are accepted by the ``langfuse`` package's models, v3 (legacy) payloads by our models of
+their shapes (:mod:`standins.contract.legacy`). Times are ISO strings with ``Z``; pass datetimes or strings.
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ class InProcessLangfuse:
 
     async def standin_answer(self, request: Request) -> Reply:
         """The stand-in's own answer to ``request`` (for a handler that changes or delays it)."""
-        operation = self.app.contract.api.operation(request.method, request.raw_path)
+        operation = self.app.contract.operation(request.method, request.raw_path)
         routed = Routed(f"{operation.method} {operation.path}", operation.path, dict(operation.path_params))
         response = await LangfuseApp.serve(self.app, request, routed)
         return Reply(response.status, json.loads(response.body), response.headers, unchecked="the stand-in's")
@@ -136,7 +136,7 @@ class InProcessLangfuse:
     async def _dispatch(self, request: httpx.Request) -> httpx.Response:
         path = request.url.raw_path.decode().split("?", 1)[0]
         try:
-            template = self.app.contract.api.operation(request.method, path).path
+            template = self.app.contract.operation(request.method, path).path
         except ContractViolation:
             template = path
         call = Call(request.method, template, request, "?", self.clock.monotonic())
