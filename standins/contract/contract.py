@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pydantic
 from langfuse.api.core.pydantic_utilities import parse_obj_as
-from langfuse.api.core.serialization import FieldMetadata
+from langfuse.api.core.serialization import FieldMetadata, convert_and_respect_annotation_metadata
 
 from standins.contract.legacy import IngestionBatch, Shape, is_rfc3339
 from standins.contract.operations import (
@@ -60,10 +60,16 @@ def _package_datetimes(model: Any, raw: Any, what: str) -> None:
             raise ContractViolation(f"{what}: {alias}: {value!r} is not a date-time with an offset")
 
 
-def check_package_model(model: Any, value: Any, what: str) -> None:
-    """``value`` as the ``langfuse`` package reads it into ``model`` (its own aliases and rules)."""
+def check_package_model(model: Any, value: Any, what: str, *, strict: bool = False) -> None:
+    """``value`` as the ``langfuse`` package reads it into ``model`` (its own aliases and rules); ``strict``
+    (what the worker sends): JSON types exact, as Langfuse's own validation takes them — the package
+    alone would read ``"1"`` as a number."""
     try:
-        parse_obj_as(model, value)
+        if strict:
+            fields = convert_and_respect_annotation_metadata(object_=value, annotation=model, direction="read")
+            pydantic.TypeAdapter(model).validate_json(json.dumps(fields), strict=True)
+        else:
+            parse_obj_as(model, value)
     except pydantic.ValidationError as error:
         raise ContractViolation(f"{what}: rejected by langfuse {model.__name__}: {_describe(error)}") from None
     _package_datetimes(model, value, what)
@@ -162,23 +168,23 @@ class Contract:
         if body is None:
             raise ContractViolation(f"{what}: body required")
         if operation.body is Body.MODEL:
-            check_package_model(operation.body_model, body, f"{what}: body")
+            check_package_model(operation.body_model, body, f"{what}: body", strict=True)
         elif operation.body is Body.SCORES:
             if scores_body == "single" and not isinstance(body, dict):
                 raise ContractViolation(f"{what}: body must be one JSON object (servers before 4.59)")
             if scores_body in ("single", "any") and isinstance(body, dict):
-                check_package_model(SCORE_ELEMENT, body, f"{what}: body")
+                check_package_model(SCORE_ELEMENT, body, f"{what}: body", strict=True)
                 return
             if not isinstance(body, list) or not body:
                 raise ContractViolation(f"{what}: body must be a non-empty JSON list")
             for index, item in enumerate(body):
-                check_package_model(SCORE_ELEMENT, item, f"{what}: body[{index}]")
+                check_package_model(SCORE_ELEMENT, item, f"{what}: body[{index}]", strict=True)
         elif operation.body is Body.INGESTION:
             check_own_model(IngestionBatch, body, f"{what}: body")
             for index, event in enumerate(body["batch"]):
                 if event["type"] == "score-create":
-                    check_package_model(SCORE_EVENT_BODY, event["body"], f"{what}: batch[{index}].body")
-        else:  # OTLP/JSON
+                    check_package_model(SCORE_EVENT_BODY, event["body"], f"{what}: batch[{index}].body", strict=True)
+        else:  # OTLP/JSON, read as leniently as the package does (protobuf's JSON writes 64-bit integers as text)
             spans = body.get("resourceSpans") if isinstance(body, dict) else None
             if not isinstance(spans, list):
                 raise ContractViolation(f"{what}: body: resourceSpans: a list is required")

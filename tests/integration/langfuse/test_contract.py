@@ -62,6 +62,15 @@ def test_nullable_fields_accept_null_and_types_are_exact(contract: Contract) -> 
         )
 
 
+#: A score-create ingestion event that keeps the contract.
+EVENT = {"id": "e", "type": "score-create", "timestamp": "2026-10-01T00:00:00Z", "body": {"name": "a", "value": 1}}
+
+
+def test_a_valid_ingestion_event_and_repeated_list_parameters_pass(contract: Contract) -> None:
+    contract.check_request("POST", URL + "/api/public/ingestion", {"batch": [EVENT]})
+    contract.check_request("GET", URL + "/api/public/traces?tags=a&tags=b&environment=x&environment=y")
+
+
 @pytest.mark.parametrize(
     ("method", "url", "body", "complaint"),
     [
@@ -87,6 +96,15 @@ def test_nullable_fields_accept_null_and_types_are_exact(contract: Contract) -> 
         ("POST", "/api/public/scores", [{"name": "a", "value": {"x": 1}}], "value"),
         ("POST", "/api/public/ingestion", {"events": []}, "batch: Field required"),
         ("GET", "/api/public/health", {"unexpected": "body"}, "takes no body"),
+        ("POST", "/api/public/scores", [{"name": "a", "value": 1, "traceId": 7}], "trace_id"),
+        ("POST", "/api/public/scores", [{"name": "a", "value": "1", "timestamp": "2026-10-01T00:00:00"}], "date-time"),
+        ("POST", "/api/public/score-configs", {"name": "a", "dataType": "NUMERIC", "minValue": "0"}, "min_value"),
+        ("POST", "/api/public/score-configs", {"name": "a", "dataType": "PERCENT"}, "data_type"),
+        ("POST", "/api/public/ingestion", {"batch": [{**EVENT, "body": {"name": "a"}}]}, "batch\\[0\\].body: .*value"),
+        ("POST", "/api/public/ingestion", {"batch": [{**EVENT, "type": "score-made"}]}, "batch/0/type"),
+        ("POST", "/api/public/ingestion", {"batch": [{**EVENT, "timestamp": "now"}]}, "batch/0/timestamp"),
+        ("GET", "/api/public/dataset-run-items?datasetId=ds&runName=r&page=x", None, "integer"),
+        ("GET", "/api/public/traces?tags=a&tags=b&userId=u&userId=v", None, "'userId' given 2 times"),
     ],
 )
 def test_requests_that_break_the_contract_are_caught(
@@ -112,6 +130,35 @@ def test_requests_that_break_the_contract_are_caught(
         ),
         ("POST", "/api/public/ingestion", 200, {"successes": [], "errors": []}, "not an answer of this operation"),
         ("GET", "/api/public/health", 500, "Internal Server Error", "string 'message'"),
+        (
+            "GET",
+            "/api/public/dataset-run-items",
+            200,
+            {"data": [], "meta": {"page": "1", "limit": 50, "totalItems": 0, "totalPages": 0}},
+            "meta/page",
+        ),
+        (
+            "GET",
+            "/api/public/datasets/{datasetName}/runs",
+            200,
+            {
+                "data": [
+                    {
+                        "id": "r",
+                        "name": "n",
+                        "description": None,
+                        "metadata": None,
+                        "datasetId": "d",
+                        "datasetName": "ds",
+                        "createdAt": "yesterday",
+                        "updatedAt": "2026-10-01T00:00:00Z",
+                    }
+                ],
+                "meta": {"page": 1, "limit": 50, "totalItems": 1, "totalPages": 1},
+            },
+            "data/0/createdAt",
+        ),
+        ("POST", "/api/public/scores", 200, {"id": "s"}, "not an answer of this operation"),
     ],
 )
 def test_answers_that_break_the_contract_are_caught(
