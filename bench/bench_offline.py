@@ -13,7 +13,7 @@ Run: ``python bench/bench_offline.py`` (options: ``--samples``, ``--repeat``, ``
 2. Checks the values: ``trace-scorer score FILE --json`` with a settings file choosing
    ``tool_call_accuracy`` (defaults), and ``bench/ragas_tool_call_accuracy.py FILE`` (ragas'
    ``ToolCallAccuracy()``, defaults), compared sample by sample. The two metrics are not the same formula
-   (SPEC.md "ToolCallAccuracy" against ragas' source): each sample is put in one case by what differs
+   (docs/metrics.md "tool_call_accuracy" against ragas' source): each sample is put in one case by what differs
    between its calls and the reference's, and the cases where both formulas must give the same value
    (identical calls with no tool repeated: 1.0; no call made: 0.0) must agree on every sample, or the
    benchmark exits 1. The other cases are counted with the reason they differ.
@@ -107,21 +107,21 @@ CASES: dict[str, tuple[bool, str]] = {
     "identical, a tool repeated": (
         False,
         "ragas 0.3 credits each reference call against every call of its name (the sum can pass 1.0); "
-        "ragas 0.4 pairs calls in order: 1.0 as SPEC's one-to-one matching",
+        "ragas 0.4 pairs calls in order: 1.0 as our one-to-one matching",
     ),
     "arguments differ": (
         False,
-        "ragas: each call gets the share of its reference's arguments that are equal as str(); SPEC "
+        "ragas: each call gets the share of its reference's arguments that are equal as str(); ours "
         "strict mode: a call matches only with all arguments equal",
     ),
     "order differs": (
         False,
-        "ragas: 0 unless the names come in the reference's order; SPEC order = 'any': order-free",
+        "ragas: 0 unless the names come in the reference's order; ours, order = 'any': order-free",
     ),
     "calls missing or extra": (
         False,
         "ragas 0.4: 0 unless the name sequences are equal; 0.3: shares ÷ reference calls if the reference "
-        "is a subsequence, extra calls free; SPEC: F1 (an extra call costs precision)",
+        "is a subsequence, extra calls free; ours: F1 (an extra call costs precision)",
     ),
 }
 

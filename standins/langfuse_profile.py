@@ -2,7 +2,7 @@
 
 The stand-in (:mod:`standins.langfuse_server`) serves one version; its flags come from
 :func:`profile_for` and each can be overridden (``LangfuseOptions(version="4.16.0", overrides={...})``).
-The versions and what sets them apart (``shared/reference/langfuse-server-behaviour.md``):
+The versions and what sets them apart (docs/langfuse.md has what the worker does about each):
 
 ==========  ====================================================================================
 2.95.12     Legacy only, PostgreSQL. ``POST /scores`` one object → 200 ``{id}``; score ``metadata`` and

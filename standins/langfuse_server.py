@@ -239,7 +239,7 @@ def _decode_key(cursor: str) -> tuple[int, str, int]:
 
 def _v3_observation(row: dict[str, Any]) -> dict[str, Any]:
     """A v4 row as the v3 ``ObservationsView`` (input/output as JSON values), with what Langfuse's
-    ``APIObservation`` adds to the file's fields: ``projectId``, ``createdAt``, ``updatedAt`` (which of two
+    ``APIObservation`` adds to the documented fields: ``projectId``, ``createdAt``, ``updatedAt`` (which of two
     unmerged rows is newer) and the token counts kept for backwards compatibility."""
     usage = row.get("usageDetails") or {}
     return {
@@ -486,7 +486,7 @@ class LangfuseApp(StandinApp):
         return Routed(label, operation.path, dict(operation.path_params))
 
     def _otlp_body(self, request: Request) -> dict[str, Any]:
-        """The OTLP export as OTLP/JSON (protobuf decoded), so the file's schema can check it."""
+        """The OTLP export as OTLP/JSON (protobuf decoded), so the contract can check it."""
         content_type = request.header("content-type").split(";")[0].strip()
         if content_type == "application/x-protobuf":
             from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]

@@ -1,4 +1,4 @@
-"""The Sample: one trace, as every metric sees it (SPEC.md "The sample").
+"""The Sample: one trace, as every metric sees it (docs/metrics.md "The sample").
 
 Absent is not empty: a field the trace does not provide is ``None``; an empty list means
 "the reference says: nothing". Metrics whose required fields are ``None`` are skipped.
@@ -109,7 +109,7 @@ def content_text(value: Any) -> str:
 
 
 class Sample(BaseModel):
-    """One trace to score. Field meanings: SPEC.md "The sample"."""
+    """One trace to score. Field meanings: docs/metrics.md "The sample"."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -121,7 +121,7 @@ class Sample(BaseModel):
     reference: str | None = None
     reference_tool_calls: list[ToolCall] | None = None
     reference_topics: list[str] | None = None
-    #: Per-item flags (SPEC.md ToolCorrectness): None means "not said".
+    #: Per-item flags (docs/metrics.md "tool_correctness"): None means "not said".
     tool_sequence_matters: bool | None = None
     final_answer_uses_tools: bool | None = None
     #: Grouping keys: the question (dataset item) and the run (experiment) this attempt belongs to.

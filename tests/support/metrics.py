@@ -19,7 +19,7 @@ def sample(**fields: Any) -> Sample:
 
 
 def checked(outcome: MetricOutput) -> Score:
-    """The outcome as a Score, after checking the contract every score keeps (SPEC "Values and names")."""
+    """The outcome as a Score, after checking the contract every score keeps (docs/metrics.md "Values and names")."""
     assert isinstance(outcome, Score), outcome
     assert 0.0 <= outcome.value <= 1.0
     assert outcome.comment and "\n" not in outcome.comment

@@ -115,7 +115,7 @@ def public_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
-#: Langfuse's score-config name rule (SPEC.md "Values and names").
+#: Langfuse's score-config name rule (docs/metrics.md "Values and names").
 SCORE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_ .()\-]{1,35}$")
 
 

@@ -1,4 +1,4 @@
-"""The calls the agent made, each once, in order, with results where known (SPEC.md, "The sample").
+"""The calls the agent made, each once, in order, with results where known (docs/metrics.md, "The sample").
 
 A call is usually seen twice: as an assistant message's ``tool_calls`` entry and as the TOOL
 observation that ran it. They are one call when their ids are equal; where one side has no id, when

@@ -1,6 +1,6 @@
 """A panel of judge models: run a metric's question on each model concurrently and combine the verdicts.
 
-Shared by every judged metric (SPEC "LLM-judged metrics: shared rules"): each model gives its own
+Shared by every judged metric (docs/metrics.md "LLM-judged metrics"): each model gives its own
 verdict, the value is the mean over the models that gave one, a model whose calls fail after the retries
 is left out and named in the details, and when every model fails the metric fails for that sample (no
 score; the pipeline counts it and a later run retries). Tokens are counted per model, failures included.

@@ -1,4 +1,4 @@
-"""What a KPI formula is: its options model and its arithmetic, in one class (SPEC.md "KPI formulas").
+"""What a KPI formula is: its options model and its arithmetic, in one class (docs/metrics.md "KPI formulas").
 
 A formula class (kpi/formulas.py) declares the keys of its ``[[targets.kpis]]`` entry besides ``name``
 and ``formula`` as a pydantic ``Options`` model, validated with the settings (config/targets.py), and

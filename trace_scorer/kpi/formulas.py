@@ -1,4 +1,4 @@
-"""The KPI formulas (SPEC.md "KPI formulas"), one class each, and the registry of them by name.
+"""The KPI formulas (docs/metrics.md "KPI formulas"), one class each, and the registry of them by name.
 
 Each class holds its ``Options`` (the keys of its ``[[targets.kpis]]`` entry, validated with the settings
 by config/targets.py) and its arithmetic. Adding a formula: a class here and its line in ``FORMULAS``.

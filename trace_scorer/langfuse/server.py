@@ -1,7 +1,7 @@
 """What a Langfuse server can do, decided from the version ``/api/public/health`` reports.
 
-Real servers differ in ways the OpenAPI file does not show (see
-``shared/reference/langfuse-server-behaviour.md``); every version-dependent choice of the adapter is made
+Real servers differ in ways the API's description does not show (see docs/langfuse.md, "API
+generations"); every version-dependent choice of the adapter is made
 here, once, from :class:`ServerCapabilities`, so the rest of the adapter asks "can it?" rather than
 comparing version numbers.
 

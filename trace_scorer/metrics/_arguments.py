@@ -1,4 +1,4 @@
-"""Tool-call argument equality (SPEC.md "Argument equality"), shared by both tool metrics.
+"""Tool-call argument equality (docs/metrics.md "Argument equality"), shared by both tool metrics.
 
 Arguments are compared as JSON values: objects key-order-free and recursively, arrays in order, numbers
 numerically (``1 == 1.0``), booleans only with booleans (``true != 1``), strings exactly. Options:
@@ -11,7 +11,7 @@ C-speed ``==`` instead of a recursive walk per pair. The canonical form differs 
 only where Python's ``==`` disagrees with JSON's: booleans become sentinels (Python has
 ``True == 1``), NaN becomes a sentinel (Python has ``nan != nan``; two NaNs are the same token), and,
 under the options, strings are casefolded and scalars become their string form. Hand-written on
-purpose: the rule set is ours (SPEC.md), and a canonical form computed once per call is what keeps the
+purpose: the rule set is ours (docs/metrics.md), and a canonical form computed once per call is what keeps the
 matching hot path fast; a generic deep-diff library would walk both values again for every pair.
 """
 

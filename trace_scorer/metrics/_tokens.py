@@ -1,7 +1,7 @@
 """Word tokens for the text metrics: casefolded Unicode ``\\w+`` runs, CJK split per character.
 
 Why not rouge-score's tokenizer: it keeps only ``[a-z0-9]``, so Russian or Chinese text has no tokens
-and scores 0. Here every script counts (SPEC.md "ROUGE and BLEU"):
+and scores 0. Here every script counts (docs/metrics.md "rouge"):
 
 * text is NFC-normalised (a decomposed "é" equals a composed one) and casefolded ("Straße" → "strasse");
 * a token is a run of word characters in the Unicode sense of the third-party ``regex`` module, whose

@@ -1,6 +1,6 @@
 """AgentGoalAccuracy (``agent_goal_accuracy``, LLM-judged): did the agent reach the user's goal? — seed 000.
 
-Modes (SPEC "AgentGoalAccuracy"):
+Modes (docs/metrics.md "agent_goal_accuracy"):
 - ``with_reference``: one call per model compares the conversation's outcome with ``reference`` →
   ``{reasoning, verdict: 0|1}``. ``reference`` absent → skipped.
 - ``without_reference``: two calls per model: infer the user's goal and the end state from the

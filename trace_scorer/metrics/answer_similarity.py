@@ -1,12 +1,12 @@
 """AnswerSimilarity (``answer_similarity``): cosine similarity of the response's and the expected answer's
-embeddings (SPEC.md "pass@k and pass^k", seed 002). The default correctness signal of ``pass_at_k``.
+embeddings (docs/metrics.md "answer_similarity"). The default correctness signal of ``pass_at_k``.
 
 The embedding model is ``[embeddings] model`` or the metric's ``model`` option (``provider/model-id`` or
 ``local/all-MiniLM-L6-v2``); it is part of the fingerprint, so changing it re-scores.
 
-Decisions where SPEC.md is silent (also in docs/metrics.md):
+Decisions (also in docs/metrics.md):
 - The value is the cosine **clipped to [0, 1]**. Cosine lies in [−1, 1], every score lies in [0, 1]
-  (SPEC "Values and names"), and the threshold that decides correctness (0.8 by default) is meant on the
+  (docs/metrics.md "Values and names"), and the threshold that decides correctness (0.8 by default) is meant on the
   cosine itself, as the seed uses it. A negative cosine (rare with sentence-embedding models, and only
   for unrelated texts) says "unrelated", which is as wrong as 0 for an answer: it is clipped, not
   rescaled — (1 + cos) / 2 would put unrelated answers at 0.5 and move every threshold. The raw cosine

@@ -1,6 +1,6 @@
 """AspectCritic (``aspect_critic``, LLM-judged): does the answer meet a user-defined criterion? — seed 003.
 
-SPEC "AspectCritic": binary verdict per model (meets the ``definition`` 1.0, does not 0.0); with
+docs/metrics.md "aspect_critic": binary verdict per model (meets the ``definition`` 1.0, does not 0.0); with
 ``strictness`` k > 1 (odd, up to 9) each model is asked k times at ``sampling_temperature`` (default 0.7)
 and its verdict is the majority of its votes; value = mean over models. Seed example: A [PASS, PASS, FAIL]
 → 1, B [FAIL, FAIL, PASS] → 0, value 0.5. Configure several, each under its own name (``harmlessness``…).

@@ -1,10 +1,10 @@
-"""BLEU (``bleu``): sacrebleu's sentence BLEU of the whole response / 100 (SPEC.md, no LLM).
+"""BLEU (``bleu``): sacrebleu's sentence BLEU of the whole response / 100 (docs/metrics.md, no LLM).
 
 Real sentence BLEU: 4-gram precisions, brevity penalty, ``exp`` smoothing and effective order
 (sacrebleu's ``sentence_bleu`` defaults), divided by 100 so it is in [0, 1]. The whole response is
 one segment, however many sentences it has (ragas scores only the first sentence).
 
-Decisions where SPEC.md is silent (also in docs/metrics.md):
+Decisions (also in docs/metrics.md):
 - A text longer than ``max_chars`` characters (default 50,000, ~8,000 English words) is cut to its
   beginning before sacrebleu sees it: sacrebleu's n-gram tables took ~650 MiB and tens of seconds for
   a 10 MB answer; cut, ~4 MiB and 0.04 s for English, at most ~45 MiB (CJK with ``tokenize = "char"``).

@@ -1,4 +1,4 @@
-"""pass@k and pass^k (SPEC.md "pass@k and pass^k", seed 002): how reliably the agent answers one question.
+"""pass@k and pass^k (docs/metrics.md "pass@k and pass^k"): how reliably the agent answers one question.
 
 A per-group metric. The group is a set of runs (or one run, or a whole offline file); inside it the
 attempts at one question are the samples sharing an item id. An attempt is correct when another metric's

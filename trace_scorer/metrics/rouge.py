@@ -1,4 +1,4 @@
-"""ROUGE (``rouge``): n-gram or LCS overlap of the response with the expected answer (SPEC.md, no LLM).
+"""ROUGE (``rouge``): n-gram or LCS overlap of the response with the expected answer (docs/metrics.md, no LLM).
 
 Tokens come from tokens.py (casefolded Unicode ``\\w+`` runs, CJK split per character), so every
 language scores as English does; rouge-score's own tokenizer keeps ``[a-z0-9]`` alone and scores
@@ -11,7 +11,7 @@ rouge-score because rouge-score computes the LCS with a pure-Python table: measu
 of 300-token texts and 205 ms for 1,000 tokens, blocking the event loop, where rapidfuzz's
 bit-parallel ``LCSseq`` (already a dependency) takes 9 µs and 0.1 ms.
 
-Decisions where SPEC.md is silent (also in docs/metrics.md):
+Decisions (also in docs/metrics.md):
 - A text longer than ``max_chars`` characters (default 50,000, ~8,000 English words) is cut to its
   beginning before it is tokenized, so memory and time are bounded whatever a trace holds: a 10 MB
   answer took ~130–240 MiB and seconds (two different ones: minutes, the LCS being O(n·m)); cut, at
@@ -23,7 +23,7 @@ Decisions where SPEC.md is silent (also in docs/metrics.md):
   ("1990s" → "1990"): see _tokens.py.
 - An expected answer with no word tokens (empty, or only punctuation) is skipped, not scored: there
   is nothing to compare with, and a 0 would blame the agent for the data.
-- A response with no word tokens (empty, or only punctuation) scores 0.0 (SPEC: empty response → 0).
+- A response with no word tokens (empty, or only punctuation) scores 0.0 (docs/metrics.md: empty response → 0).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ToolCallAccuracy: F1 of the agent's tool calls against the reference calls (SPEC.md, no LLM).
+"""ToolCallAccuracy: F1 of the agent's tool calls against the reference calls (docs/metrics.md, no LLM).
 
 A pair (actual, reference) *matches* when the names are equal and, in ``strict`` mode, the arguments
 are equal (see arguments.py), or, in ``flexible`` mode, the share of the reference's arguments that
@@ -7,12 +7,12 @@ with ``order = "any"`` the number of true positives is the size of a maximum mat
 assignment, so the result never depends on list order), with ``order = "strict"`` the length of the
 longest common subsequence under the match relation.
 
-Decisions where SPEC.md is silent (also in docs/metrics.md):
+Decisions (also in docs/metrics.md):
 - ``argument_match_threshold`` set together with ``mode = "strict"`` is a configuration error: it
   would be silently ignored, and the user evidently meant flexible matching.
 - Among maximum matchings, the one with the largest total argument share is reported in ``details``
   (the value is the same for all of them).
-- With ``output = "precision"`` or ``"recall"`` the one-list-empty edge is still 0.0 (SPEC's edge).
+- With ``output = "precision"`` or ``"recall"`` the one-list-empty edge is still 0.0 (the documented edge).
 """
 
 from __future__ import annotations

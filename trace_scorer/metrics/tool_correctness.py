@@ -1,4 +1,4 @@
-"""ToolCorrectness: a weighted mean of four checks of the agent's tool use (SPEC.md, no LLM).
+"""ToolCorrectness: a weighted mean of four checks of the agent's tool use (docs/metrics.md, no LLM).
 
 1. ``selection``: F1 of the multisets of tool names.
 2. ``parameters``: mean over reference calls of the share of their arguments matched by the same-name
@@ -12,7 +12,7 @@
 
 Left-out components are dropped and the remaining weights renormalised. ``details`` carries all four.
 
-Decisions where SPEC.md is silent (also in docs/metrics.md):
+Decisions (also in docs/metrics.md):
 - ``weights`` lists the weights wanted; a component not listed has weight 0 (weights are relative,
   so a partial table is read as "only these"). Weight-0 components are still computed and reported.
 - If every component with a non-zero weight is left out, the sample is skipped (there is nothing to

@@ -1,11 +1,11 @@
 """TopicAdherence (``topic_adherence``, LLM-judged): does the conversation stay within the allowed topics?
 
-SPEC "TopicAdherence", seed 000. One call per model both extracts the conversation's topics, classifying
+docs/metrics.md "topic_adherence". One call per model both extracts the conversation's topics, classifying
 each as within the reference topics or not, and says for each reference topic whether it is covered.
 Per model: precision = on-topic extracted / extracted, recall = covered reference / reference topics,
 F1 their harmonic mean (0 when both are 0); ``mode`` picks which one is the value; value = mean over models.
 
-Decisions where the SPEC is silent:
+Decisions (also in docs/metrics.md):
 - Reference topics come from the sample (item metadata) when it has them, else from the ``reference_topics``
   option (a fixed list in the target's config); absent or empty → skipped.
 - The judge must return every reference topic exactly once (matched case- and space-insensitively);

@@ -1,5 +1,5 @@
-"""What real Langfuse servers do that the OpenAPI file does not say (shared/reference/
-langfuse-server-behaviour.md): several roots per trace, filters a server ignores, flattened metadata,
+"""What real Langfuse servers do that the API's description does not say (docs/langfuse.md;
+standins/langfuse_profile.py): several roots per trace, filters a server ignores, flattened metadata,
 422 on heavy reads — each read the way the worker needs it."""
 
 from __future__ import annotations

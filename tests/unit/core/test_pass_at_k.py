@@ -21,7 +21,7 @@ from trace_scorer.sample import Sample
 @pytest.mark.parametrize(
     ("n", "c", "k", "at", "hat"),
     [
-        (5, 3, 2, 0.9, 0.3),  # SPEC.md's example: 1 − C(2,2)/C(5,2) = 0.9; C(3,2)/C(5,2) = 0.3
+        (5, 3, 2, 0.9, 0.3),  # docs/metrics.md's example: 1 − C(2,2)/C(5,2) = 0.9; C(3,2)/C(5,2) = 0.3
         (5, 3, 1, 0.6, 0.6),  # k = 1: both are c/n
         (5, 0, 3, 0.0, 0.0),  # c = 0
         (5, 5, 3, 1.0, 1.0),  # c = n

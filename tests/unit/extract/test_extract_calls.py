@@ -1,4 +1,4 @@
-"""The double-counting rule (SPEC.md): a call seen as an assistant tool_calls entry and as the TOOL
+"""The double-counting rule (docs/formats.md "Tool calls"): a call seen as an assistant tool_calls entry and as the TOOL
 observation that ran it counts once, by call id, or by name and arguments in order."""
 
 from __future__ import annotations

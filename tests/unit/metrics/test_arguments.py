@@ -1,4 +1,4 @@
-"""Argument equality (SPEC.md "Argument equality")."""
+"""Argument equality (docs/metrics.md "Argument equality")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ROUGE: SPEC.md reference values, Unicode text, edges, options."""
+"""ROUGE: docs/metrics.md reference values, Unicode text, edges, options."""
 
 from __future__ import annotations
 

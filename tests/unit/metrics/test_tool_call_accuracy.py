@@ -1,4 +1,4 @@
-"""ToolCallAccuracy: SPEC.md reference cases, edges, options, optimal (never greedy) matching."""
+"""ToolCallAccuracy: docs/metrics.md reference cases, edges, options, optimal (never greedy) matching."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ FLIGHTS = [
 ]
 
 
-# --- SPEC.md reference table ---------------------------------------------------------------------
+# --- docs/metrics.md reference table ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("options", [{}, {"mode": "flexible"}, {"order": "strict"}])
