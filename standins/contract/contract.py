@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import typing
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import httpx
@@ -47,8 +48,8 @@ def _describe(error: pydantic.ValidationError) -> str:
 
 
 def _package_datetimes(model: Any, raw: Any, what: str) -> None:
-    """The package's models read times leniently (a naive time, a number): a time the worker sends at the
-    top level of a package-modelled body must be RFC 3339 with an offset, as Langfuse reads it."""
+    """The package's models read times leniently (a naive time, a number): a time at the top level of a
+    package-modelled body must be RFC 3339 with an offset, as Langfuse writes and reads it."""
     if not isinstance(raw, dict) or not isinstance(model, type) or not issubclass(model, pydantic.BaseModel):
         return
     for name, info in model.model_fields.items():
@@ -60,6 +61,11 @@ def _package_datetimes(model: Any, raw: Any, what: str) -> None:
             raise ContractViolation(f"{what}: {alias}: {value!r} is not a date-time with an offset")
 
 
+@cache
+def _adapter(model: Any) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(model)
+
+
 def check_package_model(model: Any, value: Any, what: str, *, strict: bool = False) -> None:
     """``value`` as the ``langfuse`` package reads it into ``model`` (its own aliases and rules); ``strict``
     (what the worker sends): JSON types exact, as Langfuse's own validation takes them — the package
@@ -67,7 +73,7 @@ def check_package_model(model: Any, value: Any, what: str, *, strict: bool = Fal
     try:
         if strict:
             fields = convert_and_respect_annotation_metadata(object_=value, annotation=model, direction="read")
-            pydantic.TypeAdapter(model).validate_json(json.dumps(fields), strict=True)
+            _adapter(model).validate_json(json.dumps(fields), strict=True)
         else:
             parse_obj_as(model, value)
     except pydantic.ValidationError as error:

@@ -69,7 +69,7 @@ TEXT, INTEGER, NUMBER, BOOLEAN, DATETIME = (
 )
 TEXTS = Param(repeated=True)
 
-LEVELS = tuple(level.value for level in ObservationLevel)
+LEVELS = tuple(level.value for level in ObservationLevel.__members__.values())
 
 
 class Body(Enum):

@@ -81,7 +81,7 @@ def test_a_clone_in_an_empty_folder_passes_the_contract_tests(tmp_path: Path) ->
     git = shutil.which("git")
     assert git, "git is needed to clone the repository"
     head = subprocess.run([git, "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-    empty = tmp_path / "empty"  # the clone's folder: nothing beside the clone (no ../shared)
+    empty = tmp_path / "empty"  # the clone's folder: nothing beside the clone
     clone = empty / "trace-scorer"
     subprocess.run([git, "clone", "-q", "--no-checkout", str(ROOT), str(clone)], check=True)
     subprocess.run([git, "-C", str(clone), "checkout", "-q", head.stdout.strip()], check=True)
