@@ -171,7 +171,7 @@ class Fleet:
 
     async def _plan_window(self, source: TraceSource, report: TickReport) -> None:
         name = source.target.name
-        now = self.clock()
+        now = source.present(self.clock())
         window = await self.book.open_window(name)
         if window is not None and window.complete:
             await self._finish(source, window.window_id, window.hold)
@@ -224,10 +224,11 @@ class Fleet:
             await self._defer_batches(target, window.window_id, missing)
 
     async def _finish(self, source: TraceSource, window_id: str, hold: datetime) -> None:
-        """Every batch settled: move the watermark to the window's hold, forget the window."""
+        """Every batch settled: move the watermark to the window's hold, forget the window. A watermark
+        ahead of the clock (stored by a wrong clock: ``TraceSource.next_window``) is moved back."""
         name = source.target.name
         current = self.context.state.watermark(name)
-        if current is None or hold > current:
+        if current is None or hold > current or current > source.present(self.clock()):
             self.context.state.set_watermark(name, hold)
         await self.book.remove(name, window_id)
 
@@ -251,7 +252,7 @@ class Fleet:
             failed = set() if batch.retry else state.failed_subjects(target, [r.trace_id for r in roots])
             todo = [r for r in roots if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
             if todo:
-                await source.score_roots(todo, self.clock(), report)
+                await source.score_roots(todo, source.present(self.clock()), report)
             hold = await self.book.settle(target, window_id, batch_no)
             if hold is not None:  # the window's last batch: move the watermark, plan the next window now
                 await self._finish(source, window_id, hold)

@@ -93,6 +93,7 @@ class TraceSource(SourceBase):
         self.filter = trace_filter(self.target, settings)
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
+        now = self.present(now)
         report = TickReport(self.target.name)
         await self.retry_failures(now, report, stop)
         window = self.next_window(now, report)
@@ -104,8 +105,22 @@ class TraceSource(SourceBase):
         return report
 
     def next_window(self, now: datetime, report: TickReport) -> TimeWindow | None:
-        """``[watermark, min(now - lag, watermark + max_window))``, or None when nothing is new yet."""
-        start = self.state.watermark(self.target.name) or now - timedelta(seconds=self.target.effective_lookback)
+        """``[watermark, min(now - lag, watermark + max_window))``, or None when nothing is new yet.
+
+        A watermark ahead of ``now`` cannot have come from a read (a window is never read past the
+        server's time): it was stored by a clock that was wrong, so it is read from ``lookback`` again,
+        as for a new target, and the ledger drops what was done."""
+        lookback_start = now - timedelta(seconds=self.target.effective_lookback)
+        start = self.state.watermark(self.target.name) or lookback_start
+        if start > now:
+            log.warning(
+                "watermark_ahead_of_clock",
+                target=self.target.name,
+                watermark=start.isoformat(),
+                now=now.isoformat(),
+                action="read again from lookback",
+            )
+            start = lookback_start
         end = min(now - timedelta(seconds=self.target.lag), start + timedelta(seconds=self.target.max_window))
         if end <= start:
             report.window = f"{start.isoformat()} (nothing new yet)"
