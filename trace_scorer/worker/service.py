@@ -227,18 +227,20 @@ class Worker:
     def __init__(
         self,
         context: Context,
-        clock: Callable[[], datetime] = utc_now,
+        clock: Callable[[], datetime] | None = None,
         stop: asyncio.Event | None = None,
         *,
         monotonic: Callable[[], float] = time.monotonic,
         wait: Wait = wait_or_stop,
     ) -> None:
         self.context = context
-        self.clock = clock
+        #: :func:`utc_now` looked up now, not when the class was defined: the clock-step end-to-end test's
+        #: hook (``standins/stepped_clock.py``) replaces it in a worker process.
+        self.clock = clock or utc_now
         self.stop = stop or asyncio.Event()
         self.monotonic = monotonic
         self.wait = wait
-        self.clock_watch = ClockWatch(context.ops.telemetry, clock, monotonic)
+        self.clock_watch = ClockWatch(context.ops.telemetry, self.clock, monotonic)
         self._running: set[asyncio.Task[None]] = set()
         #: Targets stopped for good (a request the server refuses as a whole), with the reason.
         self.stopped: dict[str, str] = {}
