@@ -50,6 +50,7 @@ from trace_scorer.langfuse import (
 from trace_scorer.ops import Ops
 from trace_scorer.state import open_state
 from trace_scorer.worker.batch import LangfuseUnavailable
+from trace_scorer.worker.schedule import ClockWatch
 from trace_scorer.worker.service import (
     Context,
     open_context,
@@ -139,6 +140,8 @@ class Fleet:
         self.book = book
         self.pool = pool
         self.clock = clock
+        #: Steps of this replica's wall clock, looked for at every job (logged and counted).
+        self.clock_watch = ClockWatch(context.ops.telemetry, clock)
         #: Targets stopped for good on this replica (a request the server refuses as a whole).
         self.stopped: dict[str, str] = {}
         retry = JobRetry()
@@ -271,6 +274,7 @@ class Fleet:
         started = asyncio.get_running_loop().time()
         job = _JobRun(TickReport(target))
         ok = False
+        self.clock_watch.look()
         try:
             yield job
             ok = True

@@ -30,6 +30,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.source import SourceBase
@@ -107,12 +108,12 @@ class TraceSource(SourceBase):
     def next_window(self, now: datetime, report: TickReport) -> TimeWindow | None:
         """``[watermark, min(now - lag, watermark + max_window))``, or None when nothing is new yet.
 
-        A watermark ahead of ``now`` cannot have come from a read (a window is never read past the
-        server's time): it was stored by a clock that was wrong, so it is read from ``lookback`` again,
-        as for a new target, and the ledger drops what was done."""
+        A watermark ahead of ``now`` (beyond the clocks' tolerance) cannot have come from a read (a window
+        is never read past the server's time): it was stored by a clock that was wrong, so it is read from
+        ``lookback`` again, as for a new target, and the ledger drops what was done."""
         lookback_start = now - timedelta(seconds=self.target.effective_lookback)
         start = self.state.watermark(self.target.name) or lookback_start
-        if start > now:
+        if start > now + timedelta(seconds=CLOCK_TOLERANCE_SECONDS):
             log.warning(
                 "watermark_ahead_of_clock",
                 target=self.target.name,

@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 from datetime import timedelta
 
 import pytest
+import structlog
 from procrastinate import App, PsycopgConnector
 from psycopg_pool import AsyncConnectionPool
 from pydantic import SecretStr
@@ -30,6 +31,8 @@ from trace_scorer.worker.service import open_context
 
 LAG = timedelta(minutes=2)
 AHEAD = timedelta(hours=2)
+#: The replica's wall clock less the true time (the stand-in's fake clock).
+OFFSET = [AHEAD]
 
 
 @pytest.fixture
@@ -37,6 +40,7 @@ async def fleet(
     postgres_url: str, postgres_schema: str, fleet_pool: AsyncConnectionPool, clock: FakeClock, v4: InProcessLangfuse
 ) -> AsyncIterator[Fleet]:
     """A replica on the stand-in whose wall clock is two hours ahead of the server's."""
+    OFFSET[0] = AHEAD
     settings = Settings(
         langfuse={"base_url": BASE_URL, "public_key": PUBLIC, "secret_key": SecretStr(SECRET)},
         state={"url": postgres_url, "db_schema": postgres_schema},
@@ -51,7 +55,7 @@ async def fleet(
         client = LangfuseClient(settings.langfuse, clock=clock)
         stack.push_async_callback(client.aclose)
         context = await open_context(settings, stack, ops=Ops.from_settings(settings.http), client=client)
-        yield Fleet(context, app, WindowBook(fleet_pool), fleet_pool, clock=lambda: clock.now() + AHEAD)
+        yield Fleet(context, app, WindowBook(fleet_pool), fleet_pool, clock=lambda: clock.now() + OFFSET[0])
 
 
 async def plan_and_score(fleet: Fleet) -> None:
@@ -91,3 +95,14 @@ async def test_a_watermark_ahead_is_moved_back_when_its_window_settles(
     assert scored_traces(v4) == {"t1"}
     assert fleet.context.state.watermark("agent") == clock.now() - LAG
 
+
+
+async def test_a_replica_counts_the_steps_of_its_clock(fleet: Fleet) -> None:
+    await plan_and_score(fleet)
+    OFFSET[0] = timedelta(0)  # NTP puts it right: a step back of two hours
+    with structlog.testing.capture_logs() as logs:
+        await plan_and_score(fleet)
+    registry = fleet.context.ops.telemetry.registry
+    assert registry.get_sample_value("trace_scorer_clock_steps_total", {"direction": "backward"}) == 1
+    # The replica's monotonic clock is the real one: the jobs' own duration is in the figure.
+    assert [e["seconds"] for e in logs if e["event"] == "clock_step"] == [pytest.approx(-7200, abs=60)]
