@@ -27,7 +27,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import psycopg
 import structlog
@@ -47,6 +47,7 @@ from trace_scorer.langfuse import (
     LangfuseError,
     trace_root_from_row,
 )
+from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.ops import Ops
 from trace_scorer.state import open_state
 from trace_scorer.worker.batch import LangfuseUnavailable
@@ -231,7 +232,9 @@ class Fleet:
         ahead of the clock (stored by a wrong clock: ``TraceSource.next_window``) is moved back."""
         name = source.target.name
         current = self.context.state.watermark(name)
-        if current is None or hold > current or current > source.present(self.clock()):
+        latest = source.present(self.clock()) + timedelta(seconds=CLOCK_TOLERANCE_SECONDS)
+        ahead = current is not None and current > latest
+        if current is None or hold > current or ahead:
             self.context.state.set_watermark(name, hold)
         await self.book.remove(name, window_id)
 
