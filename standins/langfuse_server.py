@@ -61,6 +61,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from heapq import heappop, heappush, merge
 from typing import Any
 
@@ -547,7 +548,9 @@ class LangfuseApp(StandinApp):
             except ContractViolation as error:
                 self.violation(f"answer: {error}")
                 return self.error_response(400, f"stand-in answer violates the contract: {error}")
-        return Response.json(status, payload, headers)
+        # Langfuse's Node server dates every answer with its own clock (the worker bounds its windows by it).
+        dated = {"Date": format_datetime(self.clock_now().astimezone(UTC), usegmt=True), **(headers or {})}
+        return Response.json(status, payload, dated)
 
     def _unchecked(self) -> set[tuple[str, str]]:
         """Answers this version sends that the package's models refuse (2.x): measured, not checked."""

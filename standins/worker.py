@@ -168,7 +168,10 @@ class WorkerProcess:
         workdir: Path,
         log_name: str = "worker.log",
         sample_every: float = 0.2,
+        module: str = "trace_scorer",
     ) -> None:
+        """``module``: what ``python -m`` runs (``standins.stepped_clock``: the worker with a clock the test steps)."""
+        self.module = module
         self.args = list(args)
         self.env = dict(env)
         self.workdir = Path(workdir)
@@ -182,7 +185,7 @@ class WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trace_scorer", *self.args],
+            [sys.executable, "-m", self.module, *self.args],
             cwd=self.workdir,
             env=self.env,
             stdout=log,

@@ -1,7 +1,7 @@
 """structlog set-up: human-readable in a terminal, JSON lines otherwise; always to stderr.
 
 Every event, ours and those of libraries that log through the standard ``logging`` module (httpx,
-APScheduler, …), goes through one processor chain:
+procrastinate, …), goes through one processor chain:
 
 - ``timestamp`` (ISO 8601, UTC), ``level``, ``event``, then ``target`` and ``trace_id`` when bound
   (:func:`bind_context`), then the event's own keys — in that order, so a JSON line reads left to right;

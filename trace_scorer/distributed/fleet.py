@@ -27,7 +27,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import psycopg
 import structlog
@@ -47,9 +47,11 @@ from trace_scorer.langfuse import (
     LangfuseError,
     trace_root_from_row,
 )
+from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.ops import Ops
 from trace_scorer.state import open_state
 from trace_scorer.worker.batch import LangfuseUnavailable
+from trace_scorer.worker.schedule import ClockWatch
 from trace_scorer.worker.service import (
     Context,
     open_context,
@@ -139,6 +141,8 @@ class Fleet:
         self.book = book
         self.pool = pool
         self.clock = clock
+        #: Steps of this replica's wall clock, looked for at every job (logged and counted).
+        self.clock_watch = ClockWatch(context.ops.telemetry, clock)
         #: Targets stopped for good on this replica (a request the server refuses as a whole).
         self.stopped: dict[str, str] = {}
         retry = JobRetry()
@@ -171,7 +175,7 @@ class Fleet:
 
     async def _plan_window(self, source: TraceSource, report: TickReport) -> None:
         name = source.target.name
-        now = self.clock()
+        now = source.present(self.clock())
         window = await self.book.open_window(name)
         if window is not None and window.complete:
             await self._finish(source, window.window_id, window.hold)
@@ -224,10 +228,13 @@ class Fleet:
             await self._defer_batches(target, window.window_id, missing)
 
     async def _finish(self, source: TraceSource, window_id: str, hold: datetime) -> None:
-        """Every batch settled: move the watermark to the window's hold, forget the window."""
+        """Every batch settled: move the watermark to the window's hold, forget the window. A watermark
+        ahead of the clock (stored by a wrong clock: ``TraceSource.next_window``) is moved back."""
         name = source.target.name
         current = self.context.state.watermark(name)
-        if current is None or hold > current:
+        latest = source.present(self.clock()) + timedelta(seconds=CLOCK_TOLERANCE_SECONDS)
+        ahead = current is not None and current > latest
+        if current is None or hold > current or ahead:
             self.context.state.set_watermark(name, hold)
         await self.book.remove(name, window_id)
 
@@ -251,7 +258,7 @@ class Fleet:
             failed = set() if batch.retry else state.failed_subjects(target, [r.trace_id for r in roots])
             todo = [r for r in roots if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
             if todo:
-                await source.score_roots(todo, self.clock(), report)
+                await source.score_roots(todo, source.present(self.clock()), report)
             hold = await self.book.settle(target, window_id, batch_no)
             if hold is not None:  # the window's last batch: move the watermark, plan the next window now
                 await self._finish(source, window_id, hold)
@@ -270,6 +277,7 @@ class Fleet:
         started = asyncio.get_running_loop().time()
         job = _JobRun(TickReport(target))
         ok = False
+        self.clock_watch.look()
         try:
             yield job
             ok = True

@@ -29,7 +29,7 @@ from langfuse.api.core.api_error import ApiError
 from langfuse.api.core.http_response import AsyncHttpResponse
 from langfuse.api.core.request_options import RequestOptions
 
-from trace_scorer.langfuse.clock import Clock
+from trace_scorer.langfuse.clock import Clock, ServerTime
 from trace_scorer.langfuse.endpoints import Endpoint
 from trace_scorer.langfuse.errors import (
     LangfuseAuthError,
@@ -100,6 +100,8 @@ class Transport:
         self.budget = budget
         self._stats = stats
         self._clock = clock
+        #: The server's own time, from the ``Date`` of its answers (the traces' windows are bounded by it).
+        self.server_time = ServerTime(clock.monotonic)
         read_timeout = http.timeout.read
         #: Seconds one attempt may take in all, reading the answer included.
         self.deadline_seconds = deadline if deadline is not None else DEADLINE_TIMEOUTS * (read_timeout or 30.0)
@@ -141,6 +143,7 @@ class Transport:
             except ApiError as error:
                 status = error.status_code or 0
                 count(str(status))
+                self.server_time.observe(_header(error.headers or {}, "date"))
                 raise self._error(endpoint, status, error.headers or {}, error.body) from None
             except httpx.TimeoutException as error:
                 count("timeout")
@@ -159,6 +162,7 @@ class Transport:
             # the plain JSON as Langfuse sent it (absent fields stay absent), so read the raw response.
             raw = response._response
             count(str(raw.status_code))
+            self.server_time.observe(raw.headers.get("date"))
             answer = ClientAnswer(status=raw.status_code, data=response.data, body=raw.json())
             _release(raw)
             return answer
@@ -206,6 +210,7 @@ class Transport:
                     endpoint=endpoint.label, kind="connection_error", detail=_detail(error)
                 ) from None
             self._stats.count_request(endpoint.label, str(response.status_code), time.perf_counter() - started)
+            self.server_time.observe(response.headers.get("date"))
             content = _json_or_text(response)
             _release(response)
             if response.is_success or response.status_code in accept:

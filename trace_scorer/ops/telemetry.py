@@ -199,6 +199,10 @@ class Telemetry:
         self._last_success = Gauge(f"{p}_last_successful_tick_timestamp_seconds",
                                    "When (Unix seconds) the target's last tick that ended without error ended.",
                                    ["target"], registry=r)
+        self._clock_steps = Counter(f"{p}_clock_steps_total",
+                                    "Steps of the wall clock seen between ticks (it moved more or less than the "
+                                    "monotonic clock), by direction (forward, backward).",
+                                    ["direction"], registry=r)
 
         # -- Langfuse API ---------------------------------------------------------------------------
         self._lf_requests = Counter(f"{p}_langfuse_requests_total",
@@ -315,6 +319,10 @@ class Telemetry:
             ok = True
         finally:
             self.tick_finished(target, time.perf_counter() - start, ok=ok)
+
+    def clock_step(self, seconds: float) -> None:
+        """The wall clock stepped by ``seconds`` (negative: back) against the monotonic clock."""
+        self._clock_steps.labels("forward" if seconds > 0 else "backward").inc()
 
     # -- Langfuse ------------------------------------------------------------------------------------
 

@@ -77,6 +77,7 @@ class DatasetRunSource(SourceBase):
         return self._datasets
 
     async def tick(self, now: datetime, stop: asyncio.Event, since: datetime | None = None) -> TickReport:
+        now = self.present(now)
         report = TickReport(self.target.name)
         since = since or now - timedelta(seconds=self.target.effective_lookback)
         report.window = f"experiments since {since.isoformat()}"

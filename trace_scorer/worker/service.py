@@ -2,8 +2,8 @@
 
 Start-up connects to Langfuse (health, project, API generation), creates the missing score configs,
 builds the judge and every target's plan — any configuration problem stops it here, before any work.
-Then APScheduler (asyncio) runs each target's tick at its interval, never two ticks of one target at
-once. SIGTERM/SIGINT: no new ticks; running ticks finish the batch in hand (its scores posted, state
+Then each target ticks at its interval on the monotonic clock (:mod:`.schedule`), never two ticks of one
+target at once. SIGTERM/SIGINT: no new ticks; running ticks finish the batch in hand (its scores posted, state
 saved) within ``worker.shutdown_grace``; exit 0.
 """
 
@@ -14,6 +14,7 @@ import contextlib
 import functools
 import gc
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -21,7 +22,6 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 import structlog
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from trace_scorer.config.references import parse_path
 from trace_scorer.config.settings import Settings
@@ -42,6 +42,7 @@ from trace_scorer.resources import open_resources
 from trace_scorer.state import StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
+from trace_scorer.worker.schedule import ClockWatch, Wait, every, wait_or_stop
 from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.tick import TickReport
 from trace_scorer.worker.traces import TraceSource
@@ -218,14 +219,28 @@ def tune_garbage_collector() -> None:
 
 
 class Worker:
-    """Runs the sources on their schedules until told to stop."""
+    """Runs the sources on their schedules until told to stop.
+
+    ``clock`` is the wall clock, ``monotonic`` and ``wait`` the clock the ticks are scheduled on and the
+    wait between them (tests inject their own: time moves without sleeping)."""
 
     def __init__(
-        self, context: Context, clock: Callable[[], datetime] = utc_now, stop: asyncio.Event | None = None
+        self,
+        context: Context,
+        clock: Callable[[], datetime] | None = None,
+        stop: asyncio.Event | None = None,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        wait: Wait = wait_or_stop,
     ) -> None:
         self.context = context
-        self.clock = clock
+        #: :func:`utc_now` looked up now, not when the class was defined: the clock-step end-to-end test's
+        #: hook (``standins/stepped_clock.py``) replaces it in a worker process.
+        self.clock = clock or utc_now
         self.stop = stop or asyncio.Event()
+        self.monotonic = monotonic
+        self.wait = wait
+        self.clock_watch = ClockWatch(context.ops.telemetry, self.clock, monotonic)
         self._running: set[asyncio.Task[None]] = set()
         #: Targets stopped for good (a request the server refuses as a whole), with the reason.
         self.stopped: dict[str, str] = {}
@@ -243,6 +258,7 @@ class Worker:
         started = asyncio.get_running_loop().time()
         ok = True
         report = TickReport(target.name)
+        self.clock_watch.look()
         try:
             async with self.context.ops.tick(target.name, target.interval):
                 report = await source.tick(self.clock(), self.stop)
@@ -268,33 +284,33 @@ class Worker:
         )
 
     async def run(self) -> None:
-        """Schedule every target until :attr:`stop` is set, then let running ticks finish."""
-        scheduler = AsyncIOScheduler(timezone=UTC)
+        """Tick every target at its interval until :attr:`stop` is set, then let running ticks finish."""
+        loops = []
         for name, source in self.context.sources.items():
             self.context.ops.health.watch(name, source.target.interval)
-            scheduler.add_job(
-                self.tick,
-                "interval",
-                args=[source],
-                seconds=source.target.interval,
-                next_run_time=datetime.now(UTC),
-                max_instances=1,
-                coalesce=True,
-                id=name,
-                misfire_grace_time=None,
+            loops.append(
+                asyncio.create_task(
+                    every(
+                        source.target.interval,
+                        functools.partial(self.tick, source),
+                        self.stop,
+                        monotonic=self.monotonic,
+                        wait=self.wait,
+                    ),
+                    name=f"ticks:{name}",
+                )
             )
-        scheduler.start()
         tune_garbage_collector()
         log.info("worker_started", targets=list(self.context.sources))
         try:
             await self.stop.wait()
         finally:
-            # No new ticks, but let the running ones finish the batch in hand: the asyncio executor's
-            # shutdown() cancels every running job at once, so it comes only after drain().
-            scheduler.pause()
+            # No new ticks (each loop sees stop), but the running ones finish the batch in hand.
             self.context.ops.health.shutting_down()
             await self.drain()
-            scheduler.shutdown(wait=False)
+            for loop in loops:
+                loop.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
 
     async def drain(self) -> None:
         """Wait for running ticks to finish the batch in hand (they see :attr:`stop`), up to the grace time."""

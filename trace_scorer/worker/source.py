@@ -3,6 +3,8 @@ state and the batch scorer."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import LangfuseClient
@@ -30,3 +32,8 @@ class SourceBase:
 
     def prepare(self, settings: Settings) -> None:
         """What a source derives from its target and the settings once, at construction (none here)."""
+
+    def present(self, local: datetime) -> datetime:
+        """The time a tick goes by: the Langfuse server's own (its ``Date`` header) when the local clock
+        ``local`` is off it, so a wall-clock step never moves a window past what the server holds."""
+        return self.client.transport.server_time.present(local)

@@ -30,6 +30,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.source import SourceBase
@@ -93,6 +94,7 @@ class TraceSource(SourceBase):
         self.filter = trace_filter(self.target, settings)
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
+        now = self.present(now)
         report = TickReport(self.target.name)
         await self.retry_failures(now, report, stop)
         window = self.next_window(now, report)
@@ -104,8 +106,22 @@ class TraceSource(SourceBase):
         return report
 
     def next_window(self, now: datetime, report: TickReport) -> TimeWindow | None:
-        """``[watermark, min(now - lag, watermark + max_window))``, or None when nothing is new yet."""
-        start = self.state.watermark(self.target.name) or now - timedelta(seconds=self.target.effective_lookback)
+        """``[watermark, min(now - lag, watermark + max_window))``, or None when nothing is new yet.
+
+        A watermark ahead of ``now`` (beyond the clocks' tolerance) cannot have come from a read (a window
+        is never read past the server's time): it was stored by a clock that was wrong, so it is read from
+        ``lookback`` again, as for a new target, and the ledger drops what was done."""
+        lookback_start = now - timedelta(seconds=self.target.effective_lookback)
+        start = self.state.watermark(self.target.name) or lookback_start
+        if start > now + timedelta(seconds=CLOCK_TOLERANCE_SECONDS):
+            log.warning(
+                "watermark_ahead_of_clock",
+                target=self.target.name,
+                watermark=start.isoformat(),
+                now=now.isoformat(),
+                action="read again from lookback",
+            )
+            start = lookback_start
         end = min(now - timedelta(seconds=self.target.lag), start + timedelta(seconds=self.target.max_window))
         if end <= start:
             report.window = f"{start.isoformat()} (nothing new yet)"
