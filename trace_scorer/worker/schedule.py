@@ -6,6 +6,10 @@ before, computes every next run on the wall clock: a step back of an hour (NTP a
 the next run an hour away, so no tick came for the rest of the run. A loop is all the scheduling the
 worker needs (one job per target, never two ticks of one target at once, a late tick followed by the next
 one at once rather than by a burst), so no scheduler library is kept for it.
+APScheduler (3.x) plans on the wall clock by design — its maintainer: "the scheduler relies on the
+system clock being correct" (agronholm/apscheduler#351, #752); waking it on clock changes is an open
+request (#794) — so keeping it would mean a monotonic watchdog rescheduling its jobs beside it: more code
+than this loop, for nothing the loop lacks.
 
 A step is noticed between ticks: the wall clock moved more than :data:`CLOCK_STEP_TOLERANCE_SECONDS`
 more (or less) than the monotonic clock. It is logged (``clock_step``) and counted
