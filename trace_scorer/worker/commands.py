@@ -28,7 +28,7 @@ from trace_scorer.langfuse import (
 )
 from trace_scorer.langfuse.errors import LangfuseUnusableError
 from trace_scorer.ops import Ops
-from trace_scorer.plan import build_plan
+from trace_scorer.plan import build_plans
 from trace_scorer.resources import open_resources
 from trace_scorer.state import check_state
 from trace_scorer.worker.dataset_runs import DatasetRunSource
@@ -166,7 +166,7 @@ async def run_check(settings: Settings, console: Console) -> int:
     state = check_state(settings.state)
     async with AsyncExitStack() as resources_stack:
         resources = open_resources(settings, resources_stack, tracing_default=False)
-        plans = [build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)]
+        plans = build_plans(settings.targets, resources=resources)
     langfuse = await check_langfuse(settings)
     info, existing, problems = langfuse.info, langfuse.configs, langfuse.problems
     console.print(
