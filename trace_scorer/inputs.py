@@ -312,7 +312,8 @@ def array_records(path: Path, file: BinaryIO, head: bytes = b"") -> Iterator[Rec
     refuses integers beyond 64 bits and turns a lone ``\\ud800`` into ``?``, and jiter cannot stream.
     An item with a problem (nesting, invalid text) is reported and the next one read; invalid JSON is
     reported with its line and ends the file (where the next item starts is unknown). Chunks end
-    anywhere: a value cut by a chunk's end is read again once the next chunk is there.
+    anywhere: a value cut by a chunk's end is read again once the next chunk is there (so a string left
+    open is reported once the rest of the file is read).
     """
     decode = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape").decode
     buf = decode(head)
