@@ -7,19 +7,22 @@ Speed (issue 15): JSON is parsed by pydantic-core's parser (jiter) first. For ev
 the value the standard library gives, and it refuses NaN/Infinity (asked to), lone surrogates and invalid
 UTF-8, which this module refuses too; what it refuses is read again by the standard library, whose
 messages the reports quote. JSON lines files can be read a range of lines at a time (``split_file``,
-``FilePart``), which is how ``score --jobs`` spreads a file over processes.
+``FilePart``), which is how ``score --jobs`` spreads a file over processes. A JSON array is read as a
+stream, an item at a time (``array_records``, issue 22), by the standard library's decoder.
 """
 
 from __future__ import annotations
 
+import codecs
 import functools
+import io
 import json
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 from pydantic_core import from_json
@@ -224,10 +227,16 @@ def read_records(path: Path) -> Iterator[Record | ReadError]:
 
     Each bad record is reported and skipped, the rest read: a line with an invalid UTF-8 byte is a bad
     record (the file's other lines are read), as is one nested deeper than ``MAX_DEPTH`` or holding a
-    number too long to convert.
+    number too long to convert. An array is read as a stream (:func:`array_records`): its items are
+    never all in memory at once.
     """
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            head = file.read(_HEAD_BYTES)
+            if _start(head) == b"[":
+                yield from array_records(path, file, head)
+                return
+            raw = head + file.read()
     except OSError as exc:
         yield ReadError(path, "file", f"cannot read: {exc.strerror or exc}")
         return
@@ -272,41 +281,126 @@ def is_json_lines(raw: bytes) -> bool:
 def document_records(path: Path, raw: bytes) -> list[Record | ReadError]:
     """The records of a file that is one document (see :func:`is_json_lines`): an array's items, or the
     pretty-printed object."""
-    if _start(raw) == b"[":
-        return list(_array_records(path, raw))
     text = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
-    if text.lstrip().startswith("["):
-        return list(_array_records(path, raw))
+    if _start(raw) == b"[" or text.lstrip().startswith("["):
+        return list(array_records(path, io.BytesIO(raw)))
     whole = _record(path, "line 1", text)
     if isinstance(whole, ReadError) and whole.reason.startswith("invalid JSON"):
         whole = _whole_file_error(path, text)
     return [whole]
 
 
-def _array_records(path: Path, raw: bytes) -> Iterator[Record | ReadError]:
-    ok, document = False, None
-    try:
-        document = from_json(raw.removeprefix(_BOM), allow_inf_nan=False)
-        ok = True
-    except ValueError:
-        pass
-    if ok and type(document) is list:
-        # jiter refused bad text, so only the depth is left to check (the same message as _value_problem's)
-        for index, item in enumerate(document):
-            deep = (type(item) is dict or type(item) is list) and _too_deep(item)
-            problem = f"nested too deeply (more than {MAX_DEPTH} levels)" if deep else None
-            yield ReadError(path, f"item {index}", problem) if problem else Record(path, f"item {index}", item)
+#: Bytes read first, to tell an array from JSON lines without reading the whole file.
+_HEAD_BYTES = 1 << 16
+#: Bytes of an array read at a time (more when one item is longer).
+ARRAY_CHUNK_BYTES = 1 << 20
+#: A value cut by a chunk's end fails (or ends) this close to it; a string's error is at its start.
+_CUT_MARGIN = 64
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+#: What makes an item worth walking for ``_value_problem``: a lone surrogate (an invalid byte read with
+#: surrogateescape) or a ``\uD800``-``\uDFFF`` escape, which may decode to one.
+_MAYBE_SURROGATE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
+
+
+def array_records(path: Path, file: BinaryIO, head: bytes = b"") -> Iterator[Record | ReadError]:
+    """The items of the JSON array in ``file`` (``head``: its first bytes, already read), one at a time.
+
+    Memory holds one chunk of the file and one item, never the whole array (issue 22: a 360 MB array
+    peaked at 1.6 GB when parsed whole). Each item is read by the standard library's C decoder
+    (``JSONDecoder.raw_decode``, a value at an offset), whose values and messages are those of
+    :func:`_record`; the loop around it is ours because no well-kept parser fits: ijson's C backend
+    refuses integers beyond 64 bits and turns a lone ``\\ud800`` into ``?``, and jiter cannot stream.
+    An item with a problem (nesting, invalid text) is reported and the next one read; invalid JSON is
+    reported with its line and ends the file (where the next item starts is unknown). Chunks end
+    anywhere: a value cut by a chunk's end is read again once the next chunk is there (so a string left
+    open is reported once the rest of the file is read).
+    """
+    decode = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape").decode
+    buf = decode(head)
+    eof = False
+    constants: list[str] = []  # NaN/Infinity met in the item being read (an error of that item only)
+    decoder = json.JSONDecoder(parse_constant=lambda name: constants.append(name))
+    line = 1  # the line buf[0] is on
+
+    def fill(keep_from: int) -> int:
+        """Drop what is before ``keep_from``, read on (at least as much as is kept: a long item costs
+        O(its length)); the new offset of what was at ``keep_from``."""
+        nonlocal buf, eof, line
+        line += buf.count("\n", 0, keep_from)
+        rest = buf[keep_from:]
+        chunk = file.read(max(ARRAY_CHUNK_BYTES, len(rest)))
+        eof = not chunk
+        buf = rest + decode(chunk, final=eof)
+        return 0
+
+    while not buf and not eof:
+        fill(0)
+    buf = buf.removeprefix("\ufeff")
+    while not buf.strip(" \t\n\r") and not eof:
+        fill(0)
+    pos = _skip_space(buf, 0)
+    if not buf.startswith("[", pos):  # white space JSON does not allow (str.lstrip's) before the array
+        yield ReadError(path, f"line {1 + buf.count(chr(10), 0, pos)}", "invalid JSON: Expecting value")
         return
-    text = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
-    try:
-        document = _parse(text)
-    except (ValueError, RecursionError) as exc:
-        at = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "file"
-        yield ReadError(path, at, _parse_problem(exc))
-        return
-    for index, item in enumerate(document):
-        problem = _value_problem(item)
-        yield ReadError(path, f"item {index}", problem) if problem else Record(path, f"item {index}", item)
+    pos += 1
+    index = 0
+
+    def where(offset: int) -> str:
+        return f"line {line + buf.count(chr(10), 0, offset)}"
+
+    while True:
+        pos = _skip_space(buf, pos)
+        if pos == len(buf) and not eof:
+            pos = fill(pos)
+            continue
+        if index == 0 and buf.startswith("]", pos):
+            pos += 1
+            break
+        constants.clear()
+        try:
+            value, end = decoder.raw_decode(buf, pos)
+        except json.JSONDecodeError as exc:
+            if not eof and (exc.msg.startswith("Unterminated string") or len(buf) - exc.pos < _CUT_MARGIN):
+                pos = fill(pos)  # maybe cut by the chunk's end: read on
+                continue
+            yield ReadError(path, where(exc.pos), f"invalid JSON: {exc.msg}")
+            return
+        except (ValueError, RecursionError) as exc:
+            yield ReadError(path, f"item {index}", f"{_parse_problem(exc)}; the items after it are not read")
+            return
+        if len(buf) - end < _CUT_MARGIN and not eof:
+            pos = fill(pos)  # a number may go on in the next chunk ("-2.5" of "-2.5e-3")
+            continue
+        nested = buf.count("[", pos, end) + buf.count("{", pos, end) > MAX_DEPTH
+        if constants:
+            problem: str | None = f"invalid JSON: {constants[0]} is not JSON (no NaN or Infinity)"
+        elif nested or _MAYBE_SURROGATE.search(buf, pos, end):
+            problem = _value_problem(value)
+        else:
+            problem = None
+        yield ReadError(path, f"item {index}", problem) if problem else Record(path, f"item {index}", value)
+        index += 1
+        pos = _skip_space(buf, end)
+        while pos == len(buf) and not eof:
+            pos = _skip_space(buf, fill(pos))
+        if buf.startswith(",", pos):
+            pos += 1
+        elif buf.startswith("]", pos):
+            pos += 1
+            break
+        else:
+            yield ReadError(path, where(pos), "invalid JSON: Expecting ',' delimiter")
+            return
+    while not eof:
+        pos = fill(pos)
+    pos = _skip_space(buf, pos)
+    if pos < len(buf):
+        yield ReadError(path, where(pos), "invalid JSON: Extra data")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    match = _JSON_SPACE.match(text, pos)
+    return match.end() if match else pos
 
 
 @dataclass(frozen=True)
@@ -351,7 +445,11 @@ def split_file(path: Path, part_bytes: int, *, keep_data: bool = False) -> tuple
     read whole. ``keep_data``: the parts carry their bytes (for a reader in this process).
     """
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            head = file.read(_HEAD_BYTES)
+            if _start(head) == b"[":  # an array: streamed whole by one reader
+                return [FilePart(path)], os.fstat(file.fileno()).st_size
+            raw = head + file.read()
     except OSError:
         return [FilePart(path)], 0  # read_records reports it
     if not is_json_lines(raw):

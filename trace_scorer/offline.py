@@ -53,7 +53,7 @@ from trace_scorer.metrics.registry import MetricClass, MetricRegistry
 from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.providers.keys import check_provider_names
-from trace_scorer.report import sample_json_line
+from trace_scorer.report import sample_json_line, sample_notes
 from trace_scorer.resources import open_resources
 from trace_scorer.sample import Sample
 
@@ -192,7 +192,7 @@ def _shown(result: SampleResult) -> SampleResult:
         name: Score(o.value) if isinstance(o, Score) else Failed(o.reason) if isinstance(o, Failed) else o
         for name, o in result.outcomes.items()
     }
-    sample = Sample.model_construct(id=result.sample.id, notes=result.sample.notes)
+    sample = Sample.model_construct(id=result.sample.id, notes=sample_notes(result))  # with what was cut
     return SampleResult(sample, outcomes, result.kpi_names)
 
 

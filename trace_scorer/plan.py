@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from pydantic import ValidationError
 
-from trace_scorer.config.common import ConfigError, check_score_name
+from trace_scorer.config.common import ConfigError, check_score_name, did_you_mean
 from trace_scorer.config.settings import format_location
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.kpi.base import Kpi
@@ -53,53 +54,73 @@ class TargetPlan:
         return [name for m in self.group_metrics for name in m.output_names()]
 
 
-def _error(where: str, message: str) -> ConfigError:
-    return ConfigError(f"{where}: {message}")
+class _Problems(list[str]):
+    """What is wrong with a target, collected so that one run reports it all (issue 23)."""
+
+    def add(self, where: str, message: str) -> None:
+        self.append(f"{where}: {message}")
+
+    def raise_any(self) -> None:
+        if self:
+            raise ConfigError("\n".join(self))
 
 
 def _instantiate(
-    target: TargetSettings, prefix: str, registry: MetricRegistry, resources: Resources
-) -> list[AnyMetric]:
-    metrics: list[AnyMetric] = []
+    target: TargetSettings, prefix: str, registry: MetricRegistry, resources: Resources, problems: _Problems
+) -> dict[int, AnyMetric]:
+    """The target's metrics by position in ``metrics``; an entry that cannot be built is a problem."""
+    metrics: dict[int, AnyMetric] = {}
     for index, entry in enumerate(target.metrics):
         where = f"{prefix}.metrics[{index}]"
         cls = registry.get(entry.metric)
         if cls is None:
-            raise _error(f"{where}.metric", f"unknown metric {entry.metric!r} (known: {', '.join(registry.keys())})")
+            known = registry.keys()
+            hint = did_you_mean(entry.metric, known)
+            problems.add(f"{where}.metric", f"unknown metric {entry.metric!r}{hint} (known: {', '.join(known)})")
+            continue
         try:
             options = cls.Options.model_validate(entry.options)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            key = format_location(tuple(first["loc"]))
-            message = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-            raise _error(f"{where}.{key}" if key else where, message.removeprefix("Value error, ")) from None
+            for error in exc.errors():
+                key = format_location(tuple(error["loc"]))
+                if error["type"] == "extra_forbidden":
+                    message = "unknown option" + did_you_mean(str(error["loc"][-1]), cls.Options.model_fields)
+                else:
+                    message = error["msg"].removeprefix("Value error, ")
+                problems.add(f"{where}.{key}" if key else where, message)
+            continue
         metric = cls(entry.score_name, options, resources)
         try:
             metric.check()
         except ValueError as exc:
-            raise _error(where, str(exc)) from None
-        metrics.append(metric)
+            problems.add(where, str(exc))
+            continue
+        metrics[index] = metric
     return metrics
 
 
-def _check_names(metrics: list[AnyMetric], target: TargetSettings, prefix: str) -> dict[str, str]:
-    """Map every score name to where it is defined; refuse duplicates and invalid generated names."""
+def _check_names(
+    metrics: dict[int, AnyMetric], target: TargetSettings, prefix: str, problems: _Problems
+) -> dict[str, str]:
+    """Map every score name to where it is defined; refuse duplicates and invalid generated names. An entry
+    that could not be built still owns its score name (a KPI reading it is not told it is missing)."""
     owners: dict[str, str] = {}
-    for index, metric in enumerate(metrics):
-        for name in metric.output_names():
-            where = f"{prefix}.metrics[{index}]"
+    for index, entry in enumerate(target.metrics):
+        where = f"{prefix}.metrics[{index}]"
+        built = metrics.get(index)
+        for name in built.output_names() if built is not None else [entry.score_name]:
             try:
                 check_score_name(name)
             except ValueError as exc:
-                raise _error(f"{where}.name", str(exc)) from None
+                problems.add(f"{where}.name", str(exc))
             if name in owners:
-                raise _error(f"{where}.name", f"score name {name!r} is already used by {owners[name]}")
-            owners[name] = where
+                problems.add(f"{where}.name", f"score name {name!r} is already used by {owners[name]}")
+            owners.setdefault(name, where)
     for index, kpi in enumerate(target.kpis):
         where = f"{prefix}.kpis[{index}]"
         if kpi.name in owners:
-            raise _error(f"{where}.name", f"score name {kpi.name!r} is already used by {owners[kpi.name]}")
-        owners[kpi.name] = where
+            problems.add(f"{where}.name", f"score name {kpi.name!r} is already used by {owners[kpi.name]}")
+        owners.setdefault(kpi.name, where)
     return owners
 
 
@@ -108,7 +129,43 @@ def _order(graph: dict[str, set[str]], what: str, prefix: str) -> list[str]:
         return list(TopologicalSorter(graph).static_order())
     except CycleError as exc:
         cycle = " → ".join(str(node) for node in exc.args[1])
-        raise _error(prefix, f"{what} dependency cycle: {cycle}") from None
+        raise ConfigError(f"{prefix}: {what} dependency cycle: {cycle}") from None
+
+
+def build_plans(
+    targets: Sequence[TargetSettings], *, registry: MetricRegistry | None = None, resources: Resources | None = None
+) -> list[TargetPlan]:
+    """Every target's plan; the problems of all targets are reported together in one ConfigError."""
+    plans: list[TargetPlan] = []
+    problems = _Problems()
+    for index, target in enumerate(targets):
+        try:
+            plans.append(build_plan(target, index=index, registry=registry, resources=resources))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    problems.raise_any()
+    return plans
+
+
+def _check_kpis(
+    target: TargetSettings, prefix: str, metric_names: Sequence[str], owners: dict[str, str], problems: _Problems
+) -> None:
+    """Each KPI builds, and names only scores the target computes."""
+    for position, entry in enumerate(target.kpis):
+        where = f"{prefix}.kpis[{position}]"
+        try:
+            kpi = build_kpi(entry, tuple(metric_names))
+        except ExpressionError as exc:
+            problems.add(f"{where}.expression", str(exc))
+            continue
+        except ValueError as exc:
+            problems.add(where, str(exc))
+            continue
+        for name in kpi.inputs:
+            if name not in owners:
+                computed = ", ".join(owners) or "nothing"
+                hint = did_you_mean(name, owners)
+                problems.add(where, f"formula names {name!r}{hint}, which this target does not compute ({computed})")
 
 
 def build_plan(
@@ -122,22 +179,30 @@ def build_plan(
     prefix = f"targets[{index}]"
     registry = registry or default_registry()
     resources = resources or Resources()
-    metrics = _instantiate(target, prefix, registry, resources)
-    owners = _check_names(metrics, target, prefix)
+    problems = _Problems()
+    built = _instantiate(target, prefix, registry, resources, problems)
+    owners = _check_names(built, target, prefix, problems)
+    metrics = list(built.values())
+    unbuilt = {entry.score_name for i, entry in enumerate(target.metrics) if i not in built}
 
     producer: dict[str, AnyMetric] = {name: m for m in metrics for name in m.output_names()}
     graph: dict[str, set[str]] = {}
-    for position, metric in enumerate(metrics):
+    for position, metric in built.items():
         where = f"{prefix}.metrics[{position}]"
         needed: set[str] = set()
         for name in metric.reads():
             source = producer.get(name)
             if source is None:
-                raise _error(where, f"reads {name!r}, which this target does not compute")
-            if source.per_group and not metric.per_group:
-                raise _error(where, f"a per-sample metric cannot read the per-group result {name!r}")
-            needed.add(source.name)
+                if name not in unbuilt:  # else its own entry's problem is reported
+                    hint = did_you_mean(name, producer)
+                    problems.add(where, f"reads {name!r}{hint}, which this target does not compute")
+            elif source.per_group and not metric.per_group:
+                problems.add(where, f"a per-sample metric cannot read the per-group result {name!r}")
+            else:
+                needed.add(source.name)
         graph[metric.name] = needed
+    _check_kpis(target, prefix, [n for m in metrics if not m.per_group for n in m.output_names()], owners, problems)
+    problems.raise_any()
     order = _order(graph, "metric", prefix)
     by_name = {m.name: m for m in metrics}
 
@@ -155,18 +220,8 @@ def build_plan(
     metric_names = tuple(name for m in sample_metrics for name in m.output_names())
     kpis: dict[str, Kpi] = {}
     kpi_graph: dict[str, set[str]] = {}
-    for position, entry in enumerate(target.kpis):
-        where = f"{prefix}.kpis[{position}]"
-        try:
-            kpi = build_kpi(entry, metric_names)
-        except ExpressionError as exc:
-            raise _error(f"{where}.expression", str(exc)) from None
-        except ValueError as exc:
-            raise _error(where, str(exc)) from None
-        for name in kpi.inputs:
-            if name not in owners:
-                computed = ", ".join(owners) or "nothing"
-                raise _error(where, f"formula names {name!r}, which this target does not compute ({computed})")
+    for entry in target.kpis:
+        kpi = build_kpi(entry, metric_names)  # _check_kpis found no problem
         kpis[kpi.name] = kpi
         kpi_graph[kpi.name] = {name for name in kpi.inputs if owners[name].startswith(f"{prefix}.kpis")}
     kpi_order = [kpis[n] for n in _order(kpi_graph, "KPI", prefix)]

@@ -25,6 +25,25 @@ def _rounded(values: dict[str, float]) -> dict[str, float | None]:
     return {name: round(value, 6) if math.isfinite(value) else None for name, value in values.items()}
 
 
+def cut_notes(result: SampleResult) -> list[str]:
+    """One note per text a metric scored only the beginning of (``details["cut"]``: longer than its
+    ``max_chars``), so that ``--json`` and the table say so, not only the score's comment (issue 22)."""
+    notes = []
+    for name, outcome in result.outcomes.items():
+        if not isinstance(outcome, Score) or not isinstance(cut := outcome.details.get("cut"), dict):
+            continue
+        limit = outcome.details.get("max_chars")
+        for text, sizes in cut.items():
+            kept, total = sizes.get("kept_chars"), sizes.get("total_chars")
+            notes.append(f"{name}: {text} cut to its first {kept:,} of {total:,} characters (max_chars {limit:,})")
+    return notes
+
+
+def sample_notes(result: SampleResult) -> list[str]:
+    """The sample's notes (extraction's), then what its metrics cut."""
+    return [*result.sample.notes, *cut_notes(result)]
+
+
 def sample_json(result: SampleResult) -> dict[str, Any]:
     return {
         "id": result.sample.id,
@@ -32,7 +51,7 @@ def sample_json(result: SampleResult) -> dict[str, Any]:
         "kpis": _rounded(result.values(kpis=True)),
         "skipped": result.reasons(Skipped),
         "failed": result.reasons(Failed),
-        "notes": list(result.sample.notes),
+        "notes": sample_notes(result),
     }
 
 
@@ -151,8 +170,8 @@ def print_table(
         console.print("[bold]Not scored[/bold]")
         for (kind, name, reason), count in sorted(reasons.items()):
             console.print(f"  {name}: {kind} ×{count}: {reason}", markup=False)
-    notes = [(r.sample.id, note) for r in samples for note in r.sample.notes]
+    notes = [(r.sample.id, note) for r in samples for note in sample_notes(r)]
     if notes:
-        console.print("[bold]Extraction notes[/bold]")
+        console.print("[bold]Notes[/bold]")
         for sample_id, note in notes:
             console.print(f"  {sample_id}: {note}", markup=False)

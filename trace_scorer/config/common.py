@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 from urllib.parse import urlsplit, urlunsplit
@@ -18,12 +20,30 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from trace_scorer.errors import UserError
+from trace_scorer.logs import redact_text
 
 
 class ConfigError(UserError):
-    """Invalid configuration: the message names the key and the reason. The CLI exits 2 on it."""
+    """Invalid configuration: the message names the key and the reason. The CLI exits 2 on it.
+
+    A value that looks like a secret (``sk-…`` keys, ``Bearer …``, a password in a URL: ``logs.redact_text``)
+    is never shown, even when it was put into a setting that is not secret (issue 22): messages may quote
+    what was written (``'5 minutes' is not a duration``), so every message is redacted here, once.
+    """
 
     heading = "configuration error:\n"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact_text(message))
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a misspelt ``word``, or ``""``.
+
+    difflib's ratio is enough for a few dozen keys or metric names (rapidfuzz would be faster, not better).
+    """
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 #: The error type of a boolean given for a number; its context names the key (config.settings puts the key

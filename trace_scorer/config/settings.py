@@ -12,19 +12,20 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
-from trace_scorer.config.common import BOOL_FOR_NUMBER, ConfigError
+from trace_scorer.config.common import BOOL_FOR_NUMBER, ConfigError, did_you_mean
 from trace_scorer.config.embeddings import EmbeddingSettings
 from trace_scorer.config.http import HttpSettings
 from trace_scorer.config.judge import JudgeSettings, ProviderSettings
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.config.logging import LogSettings
 from trace_scorer.config.state import StateSettings, refuse_password_in_file
-from trace_scorer.config.targets import TargetSettings
+from trace_scorer.config.targets import KpiEntry, TargetSettings, entry_model
 from trace_scorer.config.worker import WorkerSettings
 from trace_scorer.kpi.formulas import FORMULAS
 
@@ -87,6 +88,12 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: configuration file not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses arrays and tables recursively
+        raise ConfigError(f"{path}: not valid TOML: {_TOO_DEEP}") from None
+
+
+#: What a file or variable nested deeper than Python's recursion limit is told (issue 22).
+_TOO_DEEP = "arrays or tables nested too deeply (no setting nests more than a few levels)"
 
 
 def _apply_langfuse_env(data: dict[str, Any], environ: Mapping[str, str]) -> None:
@@ -102,22 +109,24 @@ def _apply_langfuse_env(data: dict[str, Any], environ: Mapping[str, str]) -> Non
 _SECRET_HEADERS = re.compile(r"authorization|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
 
 
-def _refuse_secret_headers(data: Mapping[str, Any], source: str) -> None:
+def _secret_headers(data: Mapping[str, Any], source: str) -> list[str]:
     """``[[providers]] headers`` from the file may not carry credentials (the header's value is not shown)."""
     providers = data.get("providers")
     if not isinstance(providers, list):
-        return
+        return []
+    problems = []
     for index, provider in enumerate(providers):
         headers = provider.get("headers") if isinstance(provider, dict) else None
         if not isinstance(headers, dict):
             continue
         for name in headers:
             if isinstance(name, str) and _SECRET_HEADERS.search(name):
-                raise ConfigError(
+                problems.append(
                     f"{source}: providers[{index}].headers.{name}: looks like a credential, and secrets are read "
                     "from the environment only: put the API key into the variable api_key_env names (sent as "
                     "'Authorization: Bearer …'), or give the providers in TRACE_SCORER_PROVIDERS"
                 )
+    return problems
 
 
 def format_location(loc: tuple[int | str, ...]) -> str:
@@ -150,9 +159,49 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
             where = f"{where}.{key}" if where else key
             message = message.removeprefix(f"{key}: ")
         if error["type"] == "extra_forbidden":
-            message = "unknown key"
+            message = "unknown key" + did_you_mean(str(error["loc"][-1]), known_keys(tuple(error["loc"][:-1])))
         lines.append(f"{source}: {where}: {message}")
     return "\n".join(lines)
+
+
+def known_keys(loc: tuple[int | str, ...], model: Any = None) -> list[str]:
+    """The keys of the section at ``loc`` (a validation error's location less its last key), for "did you
+    mean": the fields of the model found by following ``loc`` down from ``model`` (default: Settings)."""
+    current: Any = Settings if model is None else model
+    for part in loc:
+        current = _section_type(current)
+        if isinstance(part, int):
+            continue  # an item of a list: _section_type took the list off
+        if isinstance(current, type) and issubclass(current, KpiEntry) and part in FORMULAS:
+            current = entry_model(FORMULAS[part])  # the formula's tag pydantic puts into the location
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
+            if field is None:
+                return []
+            current = field.annotation
+        elif get_origin(current) is dict:
+            current = get_args(current)[1]
+        else:
+            return []
+    current = _section_type(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [field.alias or name for name, field in current.model_fields.items()]
+    return []
+
+
+def _section_type(annotation: Any) -> Any:
+    """The model inside ``Annotated[…]``, ``list[…]`` and ``X | None`` (the annotation itself otherwise)."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated or origin is list:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, UnionType):
+            members = [a for a in get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
 
 
 def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -165,21 +214,33 @@ def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = 
         path = DEFAULT_CONFIG_FILE
     data = read_toml(path) if path is not None else {}
     source = str(path) if path is not None else "configuration"
+    # Every problem of the file is reported at once (issue 23): the secrets found first, then validation's.
+    problems: list[str] = []
     for (section, key), variable in _SECRET_KEYS.items():
         if isinstance(data.get(section), dict) and key in data[section]:
-            raise ConfigError(f"{source}: {section}.{key}: secrets are read from the environment only ({variable})")
-    _refuse_secret_headers(data, source)
-    refuse_password_in_file(data, source)
+            problems.append(f"{source}: {section}.{key}: secrets are read from the environment only ({variable})")
+    problems.extend(_secret_headers(data, source))
+    try:
+        refuse_password_in_file(data, source)
+    except ConfigError as exc:
+        problems.append(str(exc))
     _apply_langfuse_env(data, environ)
     saved = os.environ.copy() if environ is not os.environ else None
     try:
         if saved is not None:  # pydantic-settings reads os.environ; give it the mapping we were handed
             os.environ.clear()
             os.environ.update(environ)
-        return Settings(**data)
+        settings = Settings(**data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, source)) from None
+        problems.append(format_validation_error(exc, source))
+    except SettingsError as exc:  # a TRACE_SCORER_… variable that is not JSON where JSON is expected
+        problems.append(f"environment: {exc}")
+    except RecursionError:
+        problems.append(f"{source}: {_TOO_DEEP}")
     finally:
         if saved is not None:
             os.environ.clear()
             os.environ.update(saved)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return settings

@@ -67,7 +67,7 @@ class KpiEntry(StrictModel):
         return options.model_validate(self.model_dump(exclude=set(_KPI_KEYS), exclude_unset=True))
 
 
-def _entry_model(formula: FormulaClass) -> type[KpiEntry]:
+def entry_model(formula: FormulaClass) -> type[KpiEntry]:
     """``name``, ``formula`` (this formula's name only), then the formula's options. Pydantic orders a
     model's fields from its most basic class: ``KpiEntry`` comes after ``Options`` in the bases, so first."""
     namespace = {"__module__": __name__, "__annotations__": {"formula": Literal[formula.key]}}
@@ -78,7 +78,7 @@ def _entry_model(formula: FormulaClass) -> type[KpiEntry]:
 def _formula_entries() -> TypeAdapter[KpiEntry]:
     """The entry models of the registry's formulas, as a union tagged by ``formula``."""
     # Built at run time from the registry, so written with subscripts a type checker cannot follow.
-    union = cast(Any, Union)[tuple(_entry_model(formula) for formula in FORMULAS.values())]
+    union = cast(Any, Union)[tuple(entry_model(formula) for formula in FORMULAS.values())]
     return TypeAdapter(cast(Any, Annotated)[union, Field(discriminator="formula")])
 
 

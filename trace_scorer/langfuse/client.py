@@ -32,7 +32,7 @@ from trace_scorer.langfuse.errors import (
 from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.reads_v3 import V3Reader
 from trace_scorer.langfuse.reads_v4 import V4Reader
-from trace_scorer.langfuse.retry import LangfuseRetryPolicy, RequestBudget
+from trace_scorer.langfuse.retry import CHECK_CONNECT_TIMEOUT, CHECK_RETRY, LangfuseRetryPolicy, RequestBudget
 from trace_scorer.langfuse.score_configs import ScoreConfigs
 from trace_scorer.langfuse.scores import ScorePoster
 from trace_scorer.langfuse.server import ScorePosting, ServerCapabilities
@@ -72,7 +72,9 @@ class LangfuseClient:
         clock: Clock | None = None,
         http: httpx.AsyncClient | None = None,
         expand_metadata: Sequence[str] = (),
+        connect_timeout: float | None = None,
     ) -> None:
+        """``connect_timeout``: seconds a connection may take (default: ``settings.timeout``)."""
         if not settings.public_key or settings.secret_key is None:
             raise ConfigError(
                 "Langfuse credentials missing: set LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY "
@@ -83,7 +85,8 @@ class LangfuseClient:
         self.clock: Clock = clock or SystemClock()
         self.stats = RequestStats()
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=settings.timeout, follow_redirects=True)
+        timeout = httpx.Timeout(settings.timeout, connect=connect_timeout or settings.timeout)
+        self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=True)
         secret = settings.secret_key.get_secret_value()
         version = _version()
         self.api = AsyncLangfuseAPI(
@@ -123,6 +126,13 @@ class LangfuseClient:
         self.info: ConnectionInfo | None = None
         #: What the server can do, from its version (known after :meth:`connect`).
         self.capabilities = ServerCapabilities(None)
+
+    @classmethod
+    def failing_fast(cls, settings: LangfuseSettings, *, clock: Clock | None = None) -> LangfuseClient:
+        """A client for ``trace-scorer check``: a short connect timeout and one quick retry
+        (:data:`CHECK_RETRY`), so a wrong address is reported in seconds; the worker keeps its back-off."""
+        quick = settings.model_copy(update={"retry": CHECK_RETRY})
+        return cls(quick, clock=clock, connect_timeout=CHECK_CONNECT_TIMEOUT)
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -98,3 +98,31 @@ class LangfuseContractError(LangfuseError, UserError):
             f"{endpoint}: Langfuse {server_version} refused the request as a whole ({detail}); "
             "nothing was recorded as scored"
         )
+
+
+class LangfuseUnusableError(UserError):
+    """``check`` could not use Langfuse at all: one line naming the URL, what happened and the likely fix."""
+
+    @classmethod
+    def explain(cls, error: LangfuseError, base_url: str) -> LangfuseUnusableError:
+        url = public_url(base_url)
+        if isinstance(error, LangfuseTransportError):
+            return cls(
+                f"Langfuse at {url} cannot be reached ({error}). Check langfuse.base_url or LANGFUSE_BASE_URL "
+                "(e.g. https://cloud.langfuse.com, https://us.cloud.langfuse.com or your server's address) and "
+                "that this machine can reach it (DNS, proxy, firewall)."
+            )
+        if isinstance(error, LangfuseHTTPError) and error.status in (404, 405):
+            return cls(
+                f"{url} is not the address of a Langfuse server ({error.endpoint}: HTTP {error.status}). Set "
+                "langfuse.base_url or LANGFUSE_BASE_URL to the address the Langfuse UI is served at, without "
+                "/api/public (e.g. https://cloud.langfuse.com)."
+            )
+        if isinstance(error, LangfuseHTTPError):
+            return cls(
+                f"Langfuse at {url} answers but fails ({error}). The server is in trouble: see its logs or "
+                "status page, and run check again later."
+            )
+        return cls(
+            f"{url} does not answer like Langfuse's API ({error}). Check langfuse.base_url or LANGFUSE_BASE_URL."
+        )

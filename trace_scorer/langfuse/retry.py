@@ -29,6 +29,12 @@ from trace_scorer.langfuse.stats import RequestStats
 
 T = TypeVar("T")
 
+#: ``trace-scorer check`` answers within seconds (issue 22): one more attempt after half a second for a blip,
+#: a 429 asking more than 5 s is the answer, instead of the worker's minute of back-off.
+CHECK_RETRY = LangfuseRetrySettings(initial=0.5, max=0.5, max_attempts=2, retry_after_max=5.0)
+#: ``check``: seconds a connection may take (a mistyped or unreachable host); reads keep ``timeout``.
+CHECK_CONNECT_TIMEOUT = 3.0
+
 log = structlog.get_logger(__name__)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rich.console import Console
@@ -16,9 +17,18 @@ from trace_scorer.compare.analysis import Comparison
 from trace_scorer.compare.worker import backfill_verdict, compare_backfilled
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
-from trace_scorer.langfuse import LangfuseClient, LangfuseError, LangfuseNotFoundError, TimeWindow
+from trace_scorer.errors import UserError
+from trace_scorer.langfuse import (
+    ConnectionInfo,
+    LangfuseClient,
+    LangfuseError,
+    LangfuseNotFoundError,
+    ScoreConfig,
+    TimeWindow,
+)
+from trace_scorer.langfuse.errors import LangfuseUnusableError
 from trace_scorer.ops import Ops
-from trace_scorer.plan import build_plan
+from trace_scorer.plan import build_plans
 from trace_scorer.resources import open_resources
 from trace_scorer.state import check_state
 from trace_scorer.worker.dataset_runs import DatasetRunSource
@@ -122,19 +132,43 @@ async def target_problems(
     return problems
 
 
+@dataclass
+class LangfuseFindings:
+    """What ``check`` learnt from Langfuse: the server, its score configs, each target's problems."""
+
+    info: ConnectionInfo
+    configs: dict[str, ScoreConfig]
+    problems: dict[str, list[str]]
+
+
+async def check_langfuse(settings: Settings) -> LangfuseFindings:
+    """Connect and try each target's reads, failing fast (``LangfuseClient.failing_fast``): unlike ``run``,
+    which waits for a Langfuse starting beside it, ``check`` answers in seconds. Raises a ``UserError``
+    (exit 2, one line: the URL and what to do) when Langfuse cannot be used at all."""
+    try:
+        async with LangfuseClient.failing_fast(settings.langfuse) as client:
+            info = await client.connect()
+            configs = {c.name: c for c in await client.score_configs.list()}
+            now = utc_now()
+            problems = {t.name: await target_problems(client, t, settings, now) for t in settings.targets}
+    except UserError:
+        raise  # wrong keys, a forced generation the server lacks: their messages say what to do
+    except LangfuseError as error:
+        raise LangfuseUnusableError.explain(error, settings.langfuse.base_url) from None
+    return LangfuseFindings(info, configs, problems)
+
+
 async def run_check(settings: Settings, console: Console) -> int:
     """Validate everything the worker would, connect, try each target's reads, and print what was found.
     Creates and posts nothing (the state's migration and a write are tried and rolled back). Exit 1 when
-    the state cannot be used or a target cannot work on this server."""
+    the state cannot be used or a target cannot work on this server; 2 (a ``UserError``) when Langfuse
+    cannot be used at all. Each step is a function of its own, run in turn (add a step the same way)."""
     state = check_state(settings.state)
     async with AsyncExitStack() as resources_stack:
         resources = open_resources(settings, resources_stack, tracing_default=False)
-        plans = [build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)]
-    async with LangfuseClient(settings.langfuse) as client:
-        info = await client.connect()
-        existing = {c.name: c for c in await client.score_configs.list()}
-        now = utc_now()
-        problems = {t.name: await target_problems(client, t, settings, now) for t in settings.targets}
+        plans = build_plans(settings.targets, resources=resources)
+    langfuse = await check_langfuse(settings)
+    info, existing, problems = langfuse.info, langfuse.configs, langfuse.problems
     console.print(
         f"[bold]Langfuse[/bold] {info.base_url}: server {info.server_version or 'unknown'}, "
         f"API {info.generation} ({info.generation_source}), scores posted via {info.score_posting}, "

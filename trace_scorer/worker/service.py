@@ -37,7 +37,7 @@ from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.ops.health import Health
 from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import TargetPlan, build_plan
+from trace_scorer.plan import TargetPlan, build_plans
 from trace_scorer.resources import open_resources
 from trace_scorer.state import StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
@@ -126,7 +126,7 @@ async def open_context(
     embedder = resources.embedder
     if embedder is not None and hasattr(embedder, "on_retry"):  # remote providers (local models do not retry)
         embedder.on_retry = lambda model, status, wait: ops.telemetry.judge_retry(model, status, wait)
-    plans = {t.name: build_plan(t, index=i, resources=resources) for i, t in enumerate(settings.targets)}
+    plans = {plan.target.name: plan for plan in build_plans(settings.targets, resources=resources)}
 
     if client is None:
         client = LangfuseClient(settings.langfuse, expand_metadata=reference_metadata_keys(settings))

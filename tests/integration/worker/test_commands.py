@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import structlog
 
 from tests.support import langfuse_factories as f
+from tests.support.clocks import FakeClock
 from tests.support.langfuse_client import BASE_URL, SECRET
-from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
+from tests.support.langfuse_factories import Reply
+from tests.support.langfuse_inprocess import Disconnect, InProcessLangfuse, MakeLangfuse
 from tests.support.worker import CLI_SETTINGS, agent_trace
 from trace_scorer import cli
+from trace_scorer.config.langfuse import LangfuseSettings
+from trace_scorer.langfuse import LangfuseClient
+from trace_scorer.langfuse.retry import CHECK_CONNECT_TIMEOUT
 
 pytestmark = pytest.mark.usefixtures("cli_workdir")
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """The CLI configures structlog for the process (its level filters INFO out): undone after each test, so
+    that a later test capturing the worker's INFO events (test_service.py) sees them."""
+    yield
+    structlog.reset_defaults()
 
 
 def test_check_prints_server_project_and_score_configs(
@@ -89,3 +104,56 @@ def test_worker_commands_need_targets(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "settings.toml").write_text(f'[langfuse]\nbase_url = "{BASE_URL}"\n')
     assert cli.main(["run"]) == 2
     assert "no [[targets]] configured" in capsys.readouterr().err
+
+
+def said(err: str) -> list[str]:
+    """What the command printed on stderr, without the log's JSON lines (a retry's warning)."""
+    return [line for line in err.splitlines() if line.strip() and not line.startswith("{")]
+
+
+@pytest.fixture
+def check_clock(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """``check``'s client on the test's fake clock: its retry waits are recorded, not slept."""
+    monkeypatch.setattr("trace_scorer.langfuse.client.SystemClock", lambda: clock)
+    return clock
+
+
+def test_check_against_an_unreachable_langfuse_fails_in_seconds_naming_the_url(
+    v4: InProcessLangfuse, check_clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 item 10: one quick retry, then one line naming the URL and the fix, exit 2 (was: a minute
+    of back-off, then a traceback)."""
+    v4.fail_next("GET", "/api/public/health", *[Disconnect()] * 10)
+    assert cli.main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(said(err)) == 1
+    assert f"Langfuse at {BASE_URL} cannot be reached" in err and "LANGFUSE_BASE_URL" in err
+    assert len(v4.calls_to("GET", "/api/public/health")) <= 2
+    assert sum(check_clock.sleeps) <= 1.0
+
+
+def test_check_against_a_url_answering_404_says_it_is_not_langfuse(
+    v4: InProcessLangfuse, check_clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v4.on("GET", "/api/public/health", Reply(404, {"message": "Not Found"}, unchecked="a web server's 404"))
+    assert cli.main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(said(err)) == 1
+    assert f"{BASE_URL} is not the address of a Langfuse server" in err and "without /api/public" in err
+    assert check_clock.sleeps == []
+
+
+def test_check_against_a_failing_server_retries_once_and_says_so(
+    v4: InProcessLangfuse, check_clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v4.fail_next("GET", "/api/public/health", *[f.error("down", 503)] * 10)
+    assert cli.main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert f"Langfuse at {BASE_URL} answers but fails" in err and "HTTP 503" in err
+    assert len(v4.calls_to("GET", "/api/public/health")) == 2 and sum(check_clock.sleeps) <= 1.0
+
+
+def test_checks_client_connects_fast_and_the_workers_keeps_its_timeout() -> None:
+    settings = LangfuseSettings(public_key="pk-lf-1", secret_key="sk-lf-1", timeout=30)
+    assert LangfuseClient.failing_fast(settings)._http.timeout.connect == CHECK_CONNECT_TIMEOUT
+    assert LangfuseClient(settings)._http.timeout.connect == 30
