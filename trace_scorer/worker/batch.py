@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
@@ -147,8 +148,9 @@ class BatchScorer:
         #: once its first trace has waited ``flush_at_most``, whether or not it fills a score request.
         self.flush_stall = FLUSH_STALL
         self.flush_at_most = FLUSH_AT_MOST
-        #: Bounds those waits (``asyncio.timeout``; tests expire it on an event).
+        #: Bounds those waits (``asyncio.timeout``; tests expire it on an event), and tells a chunk's age.
         self.deadline: Deadline = system_deadline
+        self.clock: Callable[[], float] = time.monotonic
         #: (score name, reason) of rejections already logged at error level.
         self._reported: set[tuple[str, str]] = set()
 
@@ -185,7 +187,7 @@ class BatchScorer:
         limit = self.client.settings.score_batch_size
         chunk: list[tuple[WorkItem, SampleResult]] = []
         posts: list[ScoreToPost] = []
-        held_since = 0.0  # when the chunk's first trace was complete (the event loop's clock)
+        held_since = 0.0  # when the chunk's first trace was complete
         async with aclosing(self.pipeline.score_stream(samples(), concurrency=self.concurrency)) as results:
             coming = _Next(results)
             try:
@@ -206,7 +208,7 @@ class BatchScorer:
                         await self._deliver(chunk, posts, report, now, on_settled)
                         chunk, posts = [], []
                     if not chunk:
-                        held_since = asyncio.get_running_loop().time()
+                        held_since = self.clock()
                     chunk.append((item, result))
                     posts += scores
             finally:
@@ -221,7 +223,7 @@ class BatchScorer:
         than the stall)."""
         if coming.ready():
             return True
-        held = asyncio.get_running_loop().time() - held_since
+        held = self.clock() - held_since
         seconds = min(self.flush_stall, self.flush_at_most - held)
         if seconds <= 0:
             return False

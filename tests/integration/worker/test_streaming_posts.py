@@ -13,13 +13,14 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.integration.worker.conftest import ChatServer
-from tests.support.clocks import FakeClock
+from tests.support.clocks import FakeClock, ManualClock
 from tests.support.deadlines import ManualDeadlines
 from tests.support.judge import completion, verdict
 from tests.support.langfuse_inprocess import InProcessLangfuse, Reply
-from tests.support.worker import MakeHarness, agent_trace, traces_target
+from tests.support.worker import GATES, MakeHarness, agent_trace, traces_target
 from trace_scorer.worker.traces import TraceSource
 
 TRACES, SLOTS = 40, 4
@@ -138,3 +139,51 @@ async def test_a_traces_scores_are_posted_while_later_traces_are_still_judged(
     # Results coming fast filled one request: one post for the stalled trace, one for the other 39.
     assert len(v4.score_posts) == 2
     assert not v4.problems()
+
+
+async def test_results_that_trickle_without_stalling_are_posted_once_the_first_has_waited_long_enough(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    """Each result comes within the stall delay of the last, so the stream never stalls: the complete
+    traces go out once the first of them has waited ``flush_at_most`` (10 s), while a later trace is
+    still being scored. The traces are held by the toy metric's gates; the chunk's age is a manual clock."""
+    ids = [f"t{index}" for index in range(4)]
+    for index, trace_id in enumerate(ids):
+        v4.add_rows(*agent_trace(trace_id, clock.now() - timedelta(minutes=30) + timedelta(seconds=index)))
+        GATES[trace_id] = asyncio.Event()
+    posted = asyncio.Event()
+
+    async def scores(request: Any, params: dict[str, str]) -> Reply:
+        reply = await v4.standin_answer(request)
+        posted.set()
+        return reply
+
+    v4.on("POST", "/api/public/scores", scores)
+    h = await harness(traces_target())
+    context = await h.open()
+    source = context.sources["agent"]
+    assert isinstance(source, TraceSource)
+    flush, chunk_clock = FlushDeadlines(), ManualClock()
+    source.scorer.deadline, source.scorer.clock = flush, chunk_clock
+
+    async def complete(trace_id: str) -> None:
+        flush.entered.clear()
+        GATES[trace_id].set()
+        await until(flush.entered)  # its result is in: the batch waits for more
+
+    tick = asyncio.create_task(h.tick(context))
+    try:
+        await complete("t0")
+        chunk_clock.advance(9.6)
+        await complete("t1")  # 0.4 s of t0's 10 s left
+        assert flush.started == [1.0, pytest.approx(0.4)] and not posted.is_set()
+        chunk_clock.advance(0.5)
+        GATES["t2"].set()  # t0 has waited 10.1 s: the chunk goes out at once, t3 still being scored
+        await until(posted)
+        assert set(by_trace(v4)) == {"t0", "t1", "t2"} and not tick.done()
+        GATES["t3"].set()
+        report = await asyncio.wait_for(tick, timeout=60)  # a safety net: fails, never waits
+    finally:
+        tick.cancel()
+    assert report.scored == 4 and set(by_trace(v4)) == set(ids)
+    assert len(v4.score_posts) == 2
