@@ -103,12 +103,14 @@ class _Next:
         await asyncio.wait({self._next()})
 
     async def take(self) -> SampleResult | None:
-        """The next result; None at the end of the stream."""
-        task, self._task = self._next(), None
+        """The next result; None at the end of the stream. Cancelled meanwhile, the task is kept for
+        :meth:`cancel` to wait for (the stream must not be closed while its ``anext`` still runs)."""
         try:
-            return await task
+            result = await self._next()
         except StopAsyncIteration:
-            return None
+            result = None
+        self._task = None
+        return result
 
     async def cancel(self) -> None:
         if self._task is not None:
@@ -175,6 +177,8 @@ class BatchScorer:
         Why chunks: posting the whole batch after its last judge call leaves the judge idle while the
         scores go out; a chunk is as many whole traces as fit in one score request
         (``langfuse.score_batch_size``), so the request count stays that of one post per full request.
+        A chunk does not wait for a slow judge to fill it, though: it goes out once the results stall
+        (:meth:`_arrives`), so each trace's scores are in Langfuse soon after its last one is computed.
         ``on_settled`` is called with each chunk's settled results inside the ledger's transaction."""
         #: Items by their sample object (a result carries it): two items may share a sample id.
         waiting: dict[int, WorkItem] = {}
