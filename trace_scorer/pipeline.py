@@ -23,6 +23,7 @@ from trace_scorer.judge.judge import Judge, JudgeTimeout
 from trace_scorer.kpi.base import Kpi
 from trace_scorer.metrics.base import Failed, GroupInput, MetricOutput, Outcome, Score, Skipped
 from trace_scorer.plan import AnyMetric, TargetPlan
+from trace_scorer.providers.limits import next_priority, work_priority
 from trace_scorer.sample import Sample
 
 log = structlog.get_logger(__name__)
@@ -103,6 +104,13 @@ class Pipeline:
         self._evaluate_kpis(self.plan.sample_kpis, outcomes)
         return SampleResult(sample, outcomes, self._kpi_names)
 
+    async def _score_in_turn(self, sample: Sample) -> SampleResult:
+        """:meth:`score_sample` in a task of its own, its judge and embedding requests given the priority of
+        a sample started now: free provider slots go to samples started earlier (providers/limits.py), so
+        with many samples in flight the first ones finish first instead of all of them slowly."""
+        work_priority.set(next_priority())  # the task's own context: its requests and their retries
+        return await self.score_sample(sample)
+
     async def score_samples(self, samples: Iterable[Sample], *, concurrency: int = 1) -> AsyncIterator[SampleResult]:
         """Score many samples, ``concurrency`` at a time, yielding results in input order."""
         if concurrency <= 1:
@@ -112,7 +120,7 @@ class Pipeline:
         window: list[asyncio.Task[SampleResult]] = []
         try:
             for sample in samples:
-                window.append(asyncio.create_task(self.score_sample(sample)))
+                window.append(asyncio.create_task(self._score_in_turn(sample)))
                 if len(window) >= concurrency:
                     yield await window.pop(0)
             while window:
@@ -139,7 +147,7 @@ class Pipeline:
 
         async def score(sample: Sample) -> None:
             try:
-                results.put_nowait(await self.score_sample(sample))
+                results.put_nowait(await self._score_in_turn(sample))
             except Exception as exc:  # score_sample turns metric errors into Failed: this is a bug
                 results.put_nowait(_StreamEnd(exc))
             finally:

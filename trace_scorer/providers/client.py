@@ -19,7 +19,7 @@ from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.logs import redact_text
 from trace_scorer.providers import transport
 from trace_scorer.providers.deadline import Deadline
-from trace_scorer.providers.limits import ProviderLimits
+from trace_scorer.providers.limits import ProviderLimits, request_priority
 from trace_scorer.retry import run_retrying
 
 #: What the openai client can send through: the providers' aiohttp client, or (tests) an httpx one.
@@ -56,10 +56,12 @@ async def send_retrying(
     call: Callable[[], Awaitable[T]],
 ) -> T:
     """``await call()`` under the provider's retry policy: each attempt in one of the provider's slots and
-    within the request deadline. The last error is raised once the retries run out."""
+    within the request deadline. The last error is raised once the retries run out. Every attempt asks for
+    its slot with the request's priority, so a retry is not queued behind requests asked after it."""
+    priority = request_priority()
 
     async def attempt() -> T:
-        async with limits.slot():
+        async with limits.slot(priority):
             return await within_deadline(deadline, seconds, url, call)
 
     return await run_retrying(retrying, attempt)

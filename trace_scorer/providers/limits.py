@@ -1,11 +1,22 @@
-"""Per-provider traffic bounds: requests in flight, requests per minute, and a pause after a 429."""
+"""Per-provider traffic bounds: requests in flight, requests per minute, and a pause after a 429.
+
+Free slots go to the oldest work first, not to whoever asked last: each request carries a priority, the
+:data:`work_priority` of the work it serves (the pipeline gives each trace one as it starts: earlier
+traces first) or, outside such work, the time it was first asked; a retry keeps it. With a first-come
+semaphore a retry went to the back of the queue after its back-off, so with a slow judge the retries of
+every trace of a batch interleaved and none finished (40 traces, 4 slots: none in 240 s); now a trace
+started first finishes first, and each trace's time is bounded by its own calls, not the batch's.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Protocol
 
 from aiolimiter import AsyncLimiter
@@ -21,6 +32,51 @@ def rate_limiter(requests_per_minute: float) -> AsyncLimiter:
     if requests_per_minute >= 60:
         return AsyncLimiter(requests_per_minute / 60.0, 1.0)
     return AsyncLimiter(1, 60.0 / requests_per_minute)
+
+
+#: One order for all priorities: work started earlier gets a smaller number.
+_ORDER = itertools.count()
+
+
+def next_priority() -> int:
+    """A priority after every one handed out before (smaller goes first)."""
+    return next(_ORDER)
+
+
+#: The priority of the work this task does (the pipeline sets one per trace); None: each request its own.
+work_priority: ContextVar[int | None] = ContextVar("work_priority", default=None)
+
+
+class PrioritySlots:
+    """At most ``size`` holders; a freed slot goes to the waiter with the smallest priority (FIFO among
+    equals). Written here because ``asyncio.Semaphore`` wakes waiters first come, first served, and
+    neither asyncio nor aiolimiter has a priority semaphore."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrival = itertools.count()
+
+    async def acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._arrival), granted))
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self.release()  # handed a slot just as it was cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, granted = heapq.heappop(self._waiters)
+            if not granted.done():  # a cancelled waiter's future is done: skipped
+                granted.set_result(None)
+                return
+        self._free += 1
 
 
 class RateGate(Protocol):
@@ -45,7 +101,7 @@ class ProviderLimits:
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._semaphore = asyncio.Semaphore(max_concurrency)
+        self._slots = PrioritySlots(max_concurrency)
         self.requests_per_minute = requests_per_minute
         self._limiter: RateGate | None = rate_limiter(requests_per_minute) if requests_per_minute else None
         self._sleep = sleep
@@ -64,12 +120,25 @@ class ProviderLimits:
         self._resume_at = max(self._resume_at, self._clock() + seconds)
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """One request's turn: a concurrency slot first, then the pause and a rate token."""
-        async with self._semaphore:
+    async def slot(self, priority: int | None = None) -> AsyncIterator[None]:
+        """One request's turn: a concurrency slot first (by ``priority``, smallest first; by default the
+        current :data:`work_priority`, else now), then the pause and a rate token."""
+        if priority is None:
+            priority = request_priority()
+        await self._slots.acquire(priority)
+        try:
             delay = self._resume_at - self._clock()
             if delay > 0:
                 await self._sleep(delay)
             if self._limiter is not None:
                 await self._limiter.acquire()
             yield
+        finally:
+            self._slots.release()
+
+
+def request_priority() -> int:
+    """A request's priority: its work's, else a new one (first asked, first served). Taken once per
+    request, so its retries keep it."""
+    priority = work_priority.get()
+    return next_priority() if priority is None else priority

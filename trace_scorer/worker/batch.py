@@ -11,6 +11,9 @@ The rules that keep scores neither lost nor duplicated:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
@@ -25,12 +28,21 @@ from trace_scorer.metrics.base import Failed, Skipped
 from trace_scorer.ops.telemetry import Telemetry
 from trace_scorer.pipeline import Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan
+from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.sample import Sample
 from trace_scorer.state import StateStore
 from trace_scorer.worker.scores import scores_to_post
 from trace_scorer.worker.tick import TickReport
 
 log = structlog.get_logger(__name__)
+
+#: Seconds without a new result after which the complete traces in hand are posted: with a fast judge
+#: results follow each other in milliseconds and a chunk fills a score request; with a slow one (a
+#: local model: a result every few seconds) each trace goes out soon after its last score.
+FLUSH_STALL = 1.0
+#: Seconds a complete trace waits at most for others to share its score request (results that come just
+#: often enough never to stall).
+FLUSH_AT_MOST = 10.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,42 @@ async def _as_async(items: Iterable[WorkItem] | AsyncGenerator[WorkItem, None]) 
             yield item
 
 
+class _Next:
+    """The next result of a stream, awaited in a task of its own so that waiting for it can time out
+    without cancelling the stream (an async generator cancelled mid-``anext`` is closed)."""
+
+    def __init__(self, results: AsyncGenerator[SampleResult, None]) -> None:
+        self._results = results
+        self._task: asyncio.Task[SampleResult] | None = None
+
+    def _next(self) -> asyncio.Task[SampleResult]:
+        if self._task is None:
+            self._task = asyncio.ensure_future(anext(self._results))
+        return self._task
+
+    def ready(self) -> bool:
+        return self._next().done()
+
+    async def wait(self) -> None:
+        await asyncio.wait({self._next()})
+
+    async def take(self) -> SampleResult | None:
+        """The next result; None at the end of the stream. Cancelled meanwhile, the task is kept for
+        :meth:`cancel` to wait for (the stream must not be closed while its ``anext`` still runs)."""
+        try:
+            result = await self._next()
+        except StopAsyncIteration:
+            result = None
+        self._task = None
+        return result
+
+    async def cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+
 class LangfuseUnavailable(Exception):
     """Scores could not be delivered after the retries: stop the tick, keep the watermark, try again later."""
 
@@ -98,6 +146,13 @@ class BatchScorer:
         self.telemetry = telemetry
         self.concurrency = concurrency
         self._progress = progress
+        #: A chunk of complete traces goes out once no further result came for ``flush_stall`` seconds, or
+        #: once its first trace has waited ``flush_at_most``, whether or not it fills a score request.
+        self.flush_stall = FLUSH_STALL
+        self.flush_at_most = FLUSH_AT_MOST
+        #: Bounds those waits (``asyncio.timeout``; tests expire it on an event), and tells a chunk's age.
+        self.deadline: Deadline = system_deadline
+        self.clock: Callable[[], float] = time.monotonic
         #: (score name, reason) of rejections already logged at error level.
         self._reported: set[tuple[str, str]] = set()
 
@@ -122,6 +177,8 @@ class BatchScorer:
         Why chunks: posting the whole batch after its last judge call leaves the judge idle while the
         scores go out; a chunk is as many whole traces as fit in one score request
         (``langfuse.score_batch_size``), so the request count stays that of one post per full request.
+        A chunk does not wait for a slow judge to fill it, though: it goes out once the results stall
+        (:meth:`_arrives`), so each trace's scores are in Langfuse soon after its last one is computed.
         ``on_settled`` is called with each chunk's settled results inside the ledger's transaction."""
         #: Items by their sample object (a result carries it): two items may share a sample id.
         waiting: dict[int, WorkItem] = {}
@@ -134,20 +191,50 @@ class BatchScorer:
         limit = self.client.settings.score_batch_size
         chunk: list[tuple[WorkItem, SampleResult]] = []
         posts: list[ScoreToPost] = []
+        held_since = 0.0  # when the chunk's first trace was complete
         async with aclosing(self.pipeline.score_stream(samples(), concurrency=self.concurrency)) as results:
-            async for result in results:
-                self.progress()
-                item = waiting.pop(id(result.sample))
-                scores = scores_to_post(
-                    self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
-                )
-                if chunk and len(posts) + len(scores) > limit:
-                    await self._deliver(chunk, posts, report, now, on_settled)
-                    chunk, posts = [], []
-                chunk.append((item, result))
-                posts += scores
+            coming = _Next(results)
+            try:
+                while True:
+                    if chunk and not await self._arrives(coming, held_since):
+                        await self._deliver(chunk, posts, report, now, on_settled)
+                        chunk, posts = [], []
+                        continue
+                    result = await coming.take()
+                    if result is None:
+                        break
+                    self.progress()
+                    item = waiting.pop(id(result.sample))
+                    scores = scores_to_post(
+                        self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
+                    )
+                    if chunk and len(posts) + len(scores) > limit:
+                        await self._deliver(chunk, posts, report, now, on_settled)
+                        chunk, posts = [], []
+                    if not chunk:
+                        held_since = self.clock()
+                    chunk.append((item, result))
+                    posts += scores
+            finally:
+                await coming.cancel()
         if chunk:
             await self._deliver(chunk, posts, report, now, on_settled)
+
+    async def _arrives(self, coming: _Next, held_since: float) -> bool:
+        """Whether the next result (or the stream's end) comes before the chunk in hand must go out: within
+        :attr:`flush_stall` (the stream stalls: the judge is the bottleneck, nothing will join the chunk
+        soon) and before its first trace has waited :attr:`flush_at_most` (results trickle in just faster
+        than the stall)."""
+        if coming.ready():
+            return True
+        held = self.clock() - held_since
+        seconds = min(self.flush_stall, self.flush_at_most - held)
+        if seconds <= 0:
+            return False
+        with contextlib.suppress(TimeoutError):
+            async with self.deadline(seconds):
+                await coming.wait()
+        return coming.ready()
 
     async def _deliver(
         self,

@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import structlog
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -33,9 +34,11 @@ from trace_scorer.resources import open_resources
 from trace_scorer.state import check_state
 from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.scores import config_specs
-from trace_scorer.worker.service import open_context, utc_now
+from trace_scorer.worker.service import Context, finish_within, open_context, unless_stopped, utc_now
 from trace_scorer.worker.tick import TickReport
 from trace_scorer.worker.traces import TraceSource, trace_filter
+
+log = structlog.get_logger(__name__)
 
 
 def windows(start: datetime, end: datetime, size: float) -> list[TimeWindow]:
@@ -49,7 +52,11 @@ def windows(start: datetime, end: datetime, size: float) -> list[TimeWindow]:
 
 async def run_backfill(settings: Settings, target_name: str, start: datetime, end: datetime | None) -> int:
     """Score ``[start, end)`` of one target once. The watermark is not touched; the ledger is (so a
-    second backfill of the same window posts nothing new, and the worker skips what was done here)."""
+    second backfill of the same window posts nothing new, and the worker skips what was done here).
+
+    SIGTERM/SIGINT stop it as they stop ``run``: no new batch; the one in hand finishes within
+    ``worker.shutdown_grace`` or is cancelled (what it posted is recorded; the rest is scored by a later
+    run, with the same score ids); exit 0."""
     target = settings.target(target_name)
     now = utc_now()
     end = min(end or now, now)
@@ -64,31 +71,18 @@ async def run_backfill(settings: Settings, target_name: str, start: datetime, en
     total = TickReport(target.name)
     comparisons: list[Comparison] = []
     async with AsyncExitStack() as stack:
-        context = await open_context(settings, stack, ops=ops)
-        source = context.sources[target.name]
-        if isinstance(source, TraceSource):
-            parts = windows(start, end, target.max_window)
-            with Progress(
-                TextColumn("backfill"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            ) as progress:
-                task = progress.add_task("windows", total=len(parts))
-                for window in parts:
-                    if stop.is_set():
-                        break
-                    await source.score_window(window, now, total, stop)
-                    progress.advance(task)
-        elif isinstance(source, DatasetRunSource):
-            total = await source.tick(now, stop, since=start)
-            if target.compare_to and not stop.is_set():  # docs/compare.md: the runs just scored vs their baselines
-                plan, datasets = context.plans[target.name], await source.datasets()
-                comparisons = await compare_backfilled(
-                    target, plan, context.client, context.state, datasets, start, source.selected
-                )
+        context = await unless_stopped(open_context(settings, stack, ops=ops), stop)
+        if context is not None:
+            work = asyncio.ensure_future(_backfill(context, target, start, end, now, total, stop))
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not work.done():
+                grace = settings.worker.shutdown_grace
+                log.info("backfill_stopping", target=target.name, grace_seconds=grace)
+                await finish_within([work], grace)
+            if not work.cancelled():
+                total, comparisons = work.result()
     print(
         f"backfill {target.name} {start.isoformat()} → {end.isoformat()}: {total.seen} seen, {total.scored} scored, "
         f"{total.deferred} not finished yet, {sum(total.skipped.values())} skipped, {total.failed} failed, "
@@ -96,6 +90,45 @@ async def run_backfill(settings: Settings, target_name: str, start: datetime, en
         + (" (interrupted)" if stop.is_set() else "")
     )
     return backfill_verdict(target, comparisons, Console()) if target.compare_to else 0
+
+
+async def _backfill(
+    context: Context,
+    target: TargetSettings,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    total: TickReport,
+    stop: asyncio.Event,
+) -> tuple[TickReport, list[Comparison]]:
+    """The backfill's work: the windows of a traces target (counted into ``total`` as they go, so a
+    cancelled backfill still reports them), or a dataset-runs target's runs since ``start`` (then their
+    comparisons, when configured)."""
+    source = context.sources[target.name]
+    if isinstance(source, TraceSource):
+        parts = windows(start, end, target.max_window)
+        with Progress(
+            TextColumn("backfill"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as progress:
+            task = progress.add_task("windows", total=len(parts))
+            for window in parts:
+                if stop.is_set():
+                    break
+                await source.score_window(window, now, total, stop)
+                progress.advance(task)
+    elif isinstance(source, DatasetRunSource):
+        report = await source.tick(now, stop, since=start)
+        if target.compare_to and not stop.is_set():  # docs/compare.md: the runs just scored vs their baselines
+            plan, datasets = context.plans[target.name], await source.datasets()
+            client, state = context.client, context.state
+            return report, await compare_backfilled(target, plan, client, state, datasets, start, source.selected)
+        return report, []
+    return total, []
 
 
 async def target_problems(

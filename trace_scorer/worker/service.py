@@ -15,11 +15,11 @@ import functools
 import gc
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import structlog
 
@@ -319,12 +319,21 @@ class Worker:
             return
         grace = self.context.settings.worker.shutdown_grace
         log.info("worker_stopping", running_ticks=len(running), grace_seconds=grace)
-        _, pending = await asyncio.wait(running, timeout=grace)
-        for task in pending:
-            task.cancel()
-        if pending:
-            log.warning("worker_stop_timeout", cancelled_ticks=len(pending))
-            await asyncio.wait(pending, timeout=1.0)  # unwound before the client and the state close
+        await finish_within(running, grace)
+
+
+async def finish_within(running: Collection[asyncio.Task[Any]], grace: float) -> None:
+    """Let ``running`` (work told to stop) finish for up to ``grace`` seconds, then cancel what is left.
+
+    Cancelling is safe for the scores: what was posted and answered is in the ledger already, what was not
+    is scored again later with the same ids (an overwrite, never a duplicate). ``run`` and ``backfill``
+    both stop this way."""
+    _, pending = await asyncio.wait(running, timeout=grace)
+    for task in pending:
+        task.cancel()
+    if pending:
+        log.warning("worker_stop_timeout", cancelled_ticks=len(pending))
+        await asyncio.wait(pending, timeout=1.0)  # unwound before the client and the state close
 
 
 async def unless_stopped(opening: Awaitable[T], stop: asyncio.Event) -> T | None:

@@ -3,15 +3,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import functools
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.support.clocks import FakeClock
+from tests.support.clocks import FakeClock, SleepRecorder
 from tests.support.worker import FLAKY, GATES, Flaky, Harness, MakeHarness, settings_for, traces_target
+from trace_scorer import resources
+from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.judge import build_judge
+from trace_scorer.judge import chat as judge_chat
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
+from trace_scorer.providers import client as provider_client
+
+#: An in-process chat endpoint: answers (or holds) each request.
+ChatServer = Callable[[httpx.Request], Any]
 
 
 @pytest.fixture(autouse=True)
@@ -37,3 +47,18 @@ async def harness(tmp_path: Path, clock: FakeClock) -> AsyncIterator[MakeHarness
     yield make
     for h in made:
         await h.stack.aclose()
+
+
+@pytest.fixture
+def chat_server(monkeypatch: pytest.MonkeyPatch, sleeps: SleepRecorder) -> Callable[[ChatServer], None]:
+    """``chat_server(handler)``: the judge's provider answers through ``handler``; its waits are recorded."""
+
+    def serve(handler: ChatServer) -> None:
+        def open_client(settings: ProviderSettings, api_key: str, http: httpx.AsyncClient | None = None) -> Any:
+            mocked = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+            return provider_client.open_client(settings, api_key, mocked)
+
+        monkeypatch.setattr(judge_chat, "open_client", open_client)
+        monkeypatch.setattr(resources, "build_judge", functools.partial(build_judge, sleep=sleeps, clock=sleeps.clock))
+
+    return serve

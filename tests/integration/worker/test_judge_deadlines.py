@@ -5,49 +5,26 @@ and the judge's retries reach ``/metrics``. The judge endpoint is an in-process 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import httpx
-import pytest
 import structlog
 
+from tests.integration.worker.conftest import ChatServer
 from tests.support.clocks import FakeClock, SleepRecorder
 from tests.support.deadlines import ManualDeadlines
 from tests.support.judge import completion, error, verdict
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from tests.support.worker import MakeHarness, agent_trace, traces_target
-from trace_scorer import resources
-from trace_scorer.config.judge import ProviderSettings
-from trace_scorer.judge import Judge, build_judge
-from trace_scorer.judge import chat as judge_chat
-from trace_scorer.providers import client as provider_client
+from trace_scorer.judge import Judge
 from trace_scorer.worker.service import Context
-
-ChatServer = Callable[[httpx.Request], Any]
 
 TARGET = traces_target(
     metrics=[{"metric": "tool_call_accuracy"}, {"metric": "rouge"}, {"metric": "agent_goal_accuracy"}],
 )
 PROVIDER = {"name": "p", "base_url": "https://llm.test/v1", "chat_models": ["a"]}
-
-
-@pytest.fixture
-def chat_server(monkeypatch: pytest.MonkeyPatch, sleeps: SleepRecorder) -> Callable[[ChatServer], None]:
-    """``chat_server(handler)``: the judge's provider answers through ``handler``; its waits are recorded."""
-
-    def serve(handler: ChatServer) -> None:
-        def open_client(settings: ProviderSettings, api_key: str, http: httpx.AsyncClient | None = None) -> Any:
-            mocked = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-            return provider_client.open_client(settings, api_key, mocked)
-
-        monkeypatch.setattr(judge_chat, "open_client", open_client)
-        monkeypatch.setattr(resources, "build_judge", functools.partial(build_judge, sleep=sleeps, clock=sleeps.clock))
-
-    return serve
 
 
 def answer(request: httpx.Request) -> httpx.Response:
