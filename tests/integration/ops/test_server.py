@@ -76,7 +76,7 @@ async def test_liveness_fails_when_ticks_stop(client: httpx.AsyncClient, health:
     clock.advance(20)  # 190 s without a first tick of "agent": more than 3 × 60 s
     answer = await client.get("/healthz")
     assert answer.status_code == 503
-    assert answer.json()["reason"] == "scheduler stalled: agent (no tick for 190s, limit 180s)"
+    assert answer.json()["reason"] == "scheduler stalled: agent (no progress for 190s, limit 180s)"
 
     health.tick_started("agent", 60)
     answer = await client.get("/healthz")
