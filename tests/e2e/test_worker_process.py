@@ -192,12 +192,23 @@ def langfuse() -> Iterator[LangfuseHandle]:
 
 @pytest.mark.slow
 def test_metrics_move_as_traces_are_scored(langfuse: LangfuseHandle, llm: OpenAIHandle, tmp_path: Path) -> None:
-    with WorkerProcess(["run"], env=environment(langfuse, llm), workdir=tmp_path) as worker:
+    """"Before" is scraped while work is certainly left, whatever the machine's load (a scrape that came
+    after the last trace was scored made the test fail: issue #22, item 15): batches of 2 traces, the first
+    score post answered, every later one held by the stand-in until that scrape is done. Two batches are in
+    flight at most, so at most 3 batches (6 of the 11 traces) are read and judged before the release."""
+    posts = "POST /api/public/scores"
+    hold = [ScriptedFault("hold", route=posts)] * TRACES
+    langfuse.script_faults(ScriptedFault("latency", route=posts, seconds=0), *hold)
+    env = environment(langfuse, llm, worker={"batch_size": 2})
+    with WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
         ops = Endpoints(worker)
-        # "before": as soon as the first traces are scored (the live ones are still running then)
+        # "before": the first batch scored and counted, the next batch's post held
+        eventually(lambda: langfuse.stats()["held"] >= 1, "a score post held", worker)
         eventually(lambda: value(ops.scrape(), "trace_scorer_traces_scored_total") > 0, "first traces scored", worker)
         before = ops.scrape()
         seen_at = time.time()
+        assert value(before, "trace_scorer_traces_scored_total") < TRACES
+        langfuse.release()
         # "after": every trace, live ones included, scored and counted
         eventually(lambda: len(scored_traces(langfuse)) == TRACES, "every trace scored", worker)
         eventually(lambda: value(ops.scrape(), "trace_scorer_traces_scored_total") == TRACES, "counted", worker)
@@ -240,15 +251,15 @@ def test_metrics_move_as_traces_are_scored(langfuse: LangfuseHandle, llm: OpenAI
     assert value(after, "trace_scorer_judge_tokens_total", **judge, kind="completion") > 0
     assert value(after, "trace_scorer_judge_call_duration_seconds_count", **judge) == value(after, calls, **judge)
 
-    # Ticks: timed, all ok, and more of them.
+    # Ticks: timed, all ok, and more of them (the first may be the one whose post was held at "before").
     ticks = "trace_scorer_tick_duration_seconds_count"
-    assert value(after, ticks, **t) > value(before, ticks, **t) > 0
+    assert value(after, ticks, **t) > value(before, ticks, **t)
     assert value(after, "trace_scorer_ticks_total", outcome="error") == 0
     assert value(after, "trace_scorer_tick_duration_seconds_sum", **t) > 0
 
-    # Scoring lag: now − start of the newest scored trace; newer traces were scored in between.
+    # Scoring lag: now − start of the newest scored trace (which may have been in the first batch already).
     newest = "trace_scorer_newest_scored_trace_timestamp_seconds"
-    assert value(after, newest, **t) > value(before, newest, **t) > 0
+    assert value(after, newest, **t) >= value(before, newest, **t) > 0
     lag = value(after, "trace_scorer_scoring_lag_seconds", **t)
     assert 0 < lag <= scraped_at - value(after, newest, **t) + 1
     assert lag < scraped_at - seen_at + 120  # recent traces, not the hour-old lookback
