@@ -13,6 +13,7 @@ Short intervals keep the file fast: ticks every second, liveness limit ``livenes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -371,6 +372,35 @@ def test_liveness_holds_through_a_long_tick_that_makes_progress(llm: OpenAIHandl
     assert exit_code == 0
     assert took > 2.5, "the backlog took less than the liveness limit: the test proves nothing"
     assert failures == []
+
+
+@pytest.mark.slow
+def test_connections_held_open_never_fail_a_probe(llm: OpenAIHandle, tmp_path: Path) -> None:
+    """40 idle connections and 10 trickling a request head (slow loris), from one client, held open against
+    the running worker: every probe of /healthz, /readyz and /metrics is answered 200 (before: 503 "too many
+    connections" beyond 32 — anything in the cluster network could get the worker restarted)."""
+    langfuse = start_langfuse(backlog(4), mode="thread")
+    with langfuse, WorkerProcess(["run"], env=environment(langfuse, llm), workdir=tmp_path) as worker:
+        ops = Endpoints(worker)
+        eventually(lambda: ops.status("/readyz") == 200, "ready", worker)
+        port = int(ops.url.rsplit(":", 1)[1])
+        held = [socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.2", 0)) for _ in range(50)]
+        try:
+            for loris in held[40:]:
+                loris.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never ends
+            answers = {path: [ops.probe(path)[0] for _ in range(14)] for path in ("/healthz", "/readyz")}
+            answers["/metrics"] = []
+            for _ in range(14):
+                answers["/metrics"].append(httpx.get(ops.url + "/metrics", timeout=30.0).status_code)
+                for loris in held[-8:]:  # the slow loris keeps trickling on the connections it still holds
+                    with contextlib.suppress(OSError):
+                        loris.sendall(b"X-Drip: a\r\n")
+        finally:
+            for sock in held:
+                sock.close()
+        assert answers == {path: [200] * 14 for path in ("/healthz", "/readyz", "/metrics")}, answers
+        exit_code, _ = stop(worker, 10)
+    assert exit_code == 0
 
 
 # --- SIGTERM -------------------------------------------------------------------------------------------------
