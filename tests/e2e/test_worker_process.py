@@ -299,9 +299,14 @@ def test_readiness_follows_langfuse(llm: OpenAIHandle, tmp_path: Path) -> None:
             eventually(lambda: len(scored_traces(langfuse)) == 4, "the backlog scored", worker)
 
             langfuse.set_faults(rate_5xx=1.0, status_5xx=503)
+            # Not ready from the first retried request on ("retrying … after HTTP 503"), before the tick
+            # runs out of retries and fails (then langfuse_up, the last check's outcome, is 0 too).
             eventually(lambda: ops.status("/readyz") == 503, "not ready while Langfuse answers 503", worker)
             code, body = ops.probe("/readyz")
             assert "503" in body["reason"], body
+            eventually(lambda: value(ops.scrape(), "trace_scorer_langfuse_up") == 0, "the tick failed", worker)
+            code, body = ops.probe("/readyz")
+            assert code == 503 and "503" in body["reason"], body
             samples = ops.scrape()
             assert value(samples, "trace_scorer_langfuse_up") == 0
             assert value(samples, "trace_scorer_langfuse_requests_total", status="503") > 0
@@ -321,29 +326,32 @@ def test_readiness_follows_langfuse(llm: OpenAIHandle, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_liveness_fails_while_a_tick_hangs_and_recovers(llm: OpenAIHandle, tmp_path: Path) -> None:
-    """A tick stuck on a Langfuse read for longer than the liveness limit (2 intervals of 1 s): the
-    target's ticks stop (one target's ticks never overlap), /healthz fails while the HTTP server still
-    answers; when the read returns, ticks resume and /healthz passes again."""
+    """A tick stuck on a Langfuse read (no byte of its answer comes) for longer than the liveness limit (2
+    intervals of 1 s): the target's ticks stop (one target's ticks never overlap), /healthz fails while
+    the HTTP server still answers; when the read returns, ticks resume and /healthz passes again."""
     langfuse = start_langfuse(backlog(4), mode="thread")
     env = environment(langfuse, llm, liveness_intervals=2)
     with langfuse, WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
         ops = Endpoints(worker)
         eventually(lambda: len(scored_traces(langfuse)) >= 1, "traces scored", worker)
         assert ops.status("/healthz") == 200
-        for _ in range(3):  # healthy while ticks come
-            time.sleep(0.5)
+        for _ in range(2):  # healthy while ticks come
+            ticks = value(ops.scrape(), "trace_scorer_ticks_total", target=TARGET)
+            eventually(lambda before=ticks: value(ops.scrape(), "trace_scorer_ticks_total", target=TARGET) > before,
+                       "another tick", worker)
             assert ops.status("/healthz") == 200
 
-        # A hang far longer than the liveness limit (2 s), so a busy machine still sees the stall.
-        langfuse.script_faults(ScriptedFault("latency", route="GET /api/public/v2/observations", seconds=12.0))
-        eventually(lambda: ops.status("/healthz") == 503, "unhealthy while the tick hangs", worker, timeout=11.0)
+        # The next read is held (no answer at all) until the stall has been seen.
+        langfuse.script_faults(ScriptedFault("hold", route="GET /api/public/v2/observations"))
+        eventually(lambda: ops.status("/healthz") == 503, "unhealthy while the tick hangs", worker)
         code, body = ops.probe("/healthz")
         assert code == 503 and body["reason"].startswith("scheduler stalled: production"), body
         assert body["targets"][TARGET]["idle_seconds"] > body["targets"][TARGET]["limit_seconds"] == 2
         assert value(ops.scrape(), "trace_scorer_up", probe="liveness") == 0
         assert ops.status("/readyz") == 200  # still ready: Langfuse did answer its last check
 
-        eventually(lambda: ops.status("/healthz") == 200, "healthy again once the read returns", worker, timeout=30)
+        langfuse.release()
+        eventually(lambda: ops.status("/healthz") == 200, "healthy again once the read returns", worker)
         exit_code, _ = stop(worker, 10)
     assert exit_code == 0
 
