@@ -57,8 +57,8 @@ class _Target:
     interval: float
     last_activity: float
     ticks: int = 0
-    #: Seconds of quiet announced at the last activity (a retry's wait): added to the limit.
-    wait: float = 0.0
+    #: Until when quiet was announced (a retry's wait, on the monotonic clock): the limit runs from there.
+    quiet_until: float = 0.0
 
 
 #: The order of readiness conditions in ``reasons`` (the first failing one is ``reason``). A condition is
@@ -134,17 +134,19 @@ class Health:
             state = self._targets.setdefault(target, _Target(interval, self._clock()))
             state.interval = interval
             state.last_activity = self._clock()
-            state.wait = 0.0
+            state.quiet_until = 0.0
             state.ticks += 1
 
     def progress(self, target: str, wait: float = 0.0) -> None:
         """A long tick is still moving (e.g. after each page, chunk or batch): activity for liveness.
-        ``wait``: it now pauses that many seconds on purpose (a retry's back-off), so quiet is expected."""
+        ``wait``: it now pauses that many seconds on purpose (a retry's back-off), so quiet is expected
+        until then — whatever else of the tick reports meanwhile (two batches may wait at once)."""
         with self._lock:
             state = self._targets.get(target)
             if state is not None:
-                state.last_activity = self._clock()
-                state.wait = max(0.0, wait)
+                now = self._clock()
+                state.last_activity = now
+                state.quiet_until = max(state.quiet_until, now + wait)
 
     def langfuse_ok(self, detail: str = "Langfuse reachable, credentials valid") -> None:
         with self._lock:
@@ -212,7 +214,8 @@ class Health:
             targets = {}
             stalled = []
             for name, state in sorted(self._targets.items()):
-                limit = max(self._intervals * state.interval, self._min) + state.wait
+                quiet = max(0.0, state.quiet_until - state.last_activity)
+                limit = max(self._intervals * state.interval, self._min) + quiet
                 idle = now - state.last_activity
                 targets[name] = {
                     "interval_seconds": state.interval,
@@ -220,8 +223,8 @@ class Health:
                     "limit_seconds": limit,
                     "ticks": state.ticks,
                 }
-                if state.wait:
-                    targets[name]["waiting_seconds"] = state.wait
+                if state.quiet_until > now:
+                    targets[name]["waiting_seconds"] = round(state.quiet_until - now, 3)
                 if idle > limit:
                     stalled.append(f"{name} (no progress for {idle:.0f}s, limit {limit:.0f}s)")
         details = {"uptime_seconds": round(now - self._started, 3), "targets": targets}

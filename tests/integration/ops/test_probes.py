@@ -172,15 +172,19 @@ async def test_a_read_running_out_of_its_deadline_is_retried_alive_and_not_ready
 
 
 def test_liveness_counts_an_announced_wait(clock: ManualClock) -> None:
+    """A wait announced (300 s) moves the limit (120 s) past its end, even when other work of the tick
+    reports meanwhile (two batches: one waits, the other goes on)."""
     health = Health(clock=clock, liveness_intervals=2, liveness_min=120)
     health.tick_started(TARGET, 30)
     with progress.reported_to(lambda wait: health.progress(TARGET, wait)):
         progress.pausing(300)
-    clock.advance(419)
-    probe = health.liveness()
-    assert probe.ok and probe.details["targets"][TARGET]["waiting_seconds"] == 300
+        clock.advance(100)
+        progress.moving()
+    assert health.liveness().details["targets"][TARGET]["waiting_seconds"] == 200
+    clock.advance(319)
+    assert health.liveness().ok
     clock.advance(2)
-    assert health.liveness().reason == f"scheduler stalled: {TARGET} (no progress for 421s, limit 420s)"
+    assert health.liveness().reason == f"scheduler stalled: {TARGET} (no progress for 321s, limit 320s)"
     with progress.reported_to(lambda wait: health.progress(TARGET, wait)):
         progress.moving()  # the wait is over: the usual limit again
     clock.advance(121)
