@@ -51,6 +51,9 @@ class StandinApp:
         self.violation_count = 0
         self.started = time.monotonic()
         self.started_wall = datetime.now(UTC)
+        #: Requests held by a ``hold`` fault wait on this until the control route ``release`` sets it.
+        self._release: asyncio.Event | None = None
+        self.held = 0
 
     # --- hooks -------------------------------------------------------------------------------
 
@@ -106,6 +109,7 @@ class StandinApp:
             "retries_honoured": self.ledger.honoured,
             "faults": self.faults.config.to_dict(),
             "script_left": len(self.faults.script),
+            "held": self.held,
             **self.extra_stats(),
         }
 
@@ -115,6 +119,12 @@ class StandinApp:
         self.unsupported.clear()
         self.violation_count = 0
         self.ledger.clear()
+
+    def _released(self) -> asyncio.Event:
+        """Set by the control route ``release`` (made in the server's own loop, on first use)."""
+        if self._release is None:
+            self._release = asyncio.Event()
+        return self._release
 
     # --- the request path --------------------------------------------------------------------
 
@@ -131,6 +141,12 @@ class StandinApp:
         decision = self.faults.decide(routed.label)
         if decision.latency > 0:
             await asyncio.sleep(decision.latency)
+        if decision.kind == "hold":
+            self.held += 1
+            try:
+                await self._released().wait()
+            finally:
+                self.held -= 1
         if decision.kind == "reset":
             self.counts[(routed.label, "reset")] += 1
             return Response(drop="before")
@@ -175,6 +191,10 @@ class StandinApp:
                 return Response.json(
                     200, {"faults": self.faults.config.to_dict(), "script_left": len(self.faults.script)}
                 )
+            if request.method == "POST" and name == "release":  # for good: later holds do not wait
+                released = self.held
+                self._released().set()
+                return Response.json(200, {"released": released})
             if request.method == "POST" and name == "reset":
                 self.reset()
                 return Response.json(200, {"ok": True})

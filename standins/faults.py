@@ -33,7 +33,7 @@ DEFAULT_TOLERANCE = 0.005
 #: Most 429 records kept (the count goes on beyond).
 MAX_RECORDS = 20_000
 
-KINDS = ("429", "5xx", "drop", "reset", "latency", "timeout", "answer")
+KINDS = ("429", "5xx", "drop", "reset", "latency", "timeout", "answer", "hold")
 
 
 @dataclass
@@ -82,8 +82,10 @@ class FaultConfig:
 @dataclass
 class ScriptedFault:
     """One fault for the next matching request: ``kind`` is 429, 5xx, drop, reset, latency, timeout (no
-    answer: the connection is held until the client gives up) or answer (this ``status`` with ``body`` and
-    ``headers``, e.g. a 401, a 429 with an HTTP-date Retry-After, a 422 — as a server or a proxy sends it)."""
+    answer: the connection is held until the client gives up), answer (this ``status`` with ``body`` and
+    ``headers``, e.g. a 401, a 429 with an HTTP-date Retry-After, a 422 — as a server or a proxy sends it)
+    or hold (answered normally once the test releases the stand-in, ``handle.release()``, for good: a hold
+    after that does not wait; ``stats()["held"]`` counts the requests waiting — tests wait for events)."""
 
     kind: str
     #: Route label or path it waits for; None: the next API request whatever its route.

@@ -109,6 +109,10 @@ class StandinHandle:
         """Queue one-off faults, each for the next request to its route."""
         self._post("faults", {"script": [f.__dict__ for f in faults]})
 
+    def release(self) -> None:
+        """Answer every request a ``hold`` fault is holding; later holds no longer wait."""
+        self._post("release")
+
     def clear_faults(self) -> None:
         self._post("faults", {"config": FaultConfig().to_dict(), "clear_script": True})
 

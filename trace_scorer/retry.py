@@ -3,9 +3,10 @@
 What it holds: the exponential back-off schedule (optionally with jitter, so concurrent requests do not
 retry in step), ``Retry-After`` parsing (seconds or an HTTP date), waiting what the server asked for
 instead of the back-off, giving up at once when the server asks for a wait longer than we are willing to
-hold a request, and a hook told of every retry (for counters and logs). What is retryable, and where a
-wait the server asked for is read from, stays with each caller (trace_scorer.langfuse.retry,
-trace_scorer.providers.retry).
+hold a request, and a hook told of every retry (for counters and logs); each wait is announced as
+progress (:mod:`trace_scorer.progress`), so liveness does not take a long back-off for a stall. What is
+retryable, and where a wait the server asked for is read from, stays with each caller
+(trace_scorer.langfuse.retry, trace_scorer.providers.retry).
 
 The wait is ``wait_exponential + wait_random`` rather than ``wait_exponential_jitter``, whose parameters
 changed within tenacity 9.x.
@@ -28,6 +29,8 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
+
+from trace_scorer import progress
 
 T = TypeVar("T")
 
@@ -111,8 +114,9 @@ def retrying(
     ``max_retry_after`` raises the failure at once. The last failure is re-raised as is."""
 
     def before_sleep(state: RetryCallState) -> None:
+        pause = state.next_action.sleep if state.next_action is not None else 0.0
+        progress.pausing(pause)  # a wait on purpose, not a stall (liveness)
         if on_retry is not None:
-            pause = state.next_action.sleep if state.next_action is not None else 0.0
             on_retry(last_exception(state), state.attempt_number, pause)
 
     return AsyncRetrying(

@@ -8,6 +8,11 @@ loopback (the kubelet probes the pod IP, Prometheus scrapes it): the image sets
 ``TRACE_SCORER_HTTP__HOST=0.0.0.0``, and the Kubernetes and Compose examples say so explicitly. The
 endpoints carry no secrets and accept no writes.
 
+Binding ``0.0.0.0`` lets anything in the cluster network connect. That stays (binding the pod IP alone
+would need it passed in, and gains nothing against a client on the same network); what makes it safe is
+that connections held open cannot hold the probes down (``ops/server.py``: no connection is refused, the
+clients holding the most lose their oldest). A NetworkPolicy can keep the port off the network entirely.
+
 Default port 9477, not 9464: 9464 is the OpenTelemetry Prometheus exporter's default, which an agent
 in the same pod (one network namespace for all its containers) may already use.
 """

@@ -21,6 +21,7 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from trace_scorer import progress
 from trace_scorer import retry as shared
 from trace_scorer.config.langfuse import LangfuseRetrySettings
 from trace_scorer.langfuse.clock import Clock
@@ -164,4 +165,5 @@ class RequestBudget:
                     return
                 wait = self._sent[0] + self.WINDOW - now
                 self._stats.budget_wait_seconds += wait
+                progress.pausing(wait)  # up to a minute on purpose: not a stall (liveness)
                 await self._clock.sleep(wait)

@@ -11,6 +11,10 @@ Every attempt has a total deadline (``[langfuse] request_deadline``, else 3 × `
 request, reading the body included: httpx's timeout bounds each read on its own, so a server trickling
 bytes would otherwise hold a request (and the batch behind it) forever. Running out is counted and retried
 like a timeout (status ``timeout``).
+
+A long request is not a stuck worker: each request sent and each piece of an answer received is reported
+as progress (:mod:`trace_scorer.progress`; liveness hears of it), so a server trickling a large page keeps
+``/healthz`` passing while the read moves, and only a read that stops moving can fail it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -29,6 +33,7 @@ from langfuse.api.core.api_error import ApiError
 from langfuse.api.core.http_response import AsyncHttpResponse
 from langfuse.api.core.request_options import RequestOptions
 
+from trace_scorer import progress
 from trace_scorer.langfuse.clock import Clock, ServerTime
 from trace_scorer.langfuse.endpoints import Endpoint
 from trace_scorer.langfuse.errors import (
@@ -107,6 +112,11 @@ class Transport:
         self.deadline_seconds = deadline if deadline is not None else DEADLINE_TIMEOUTS * (read_timeout or 30.0)
         #: What bounds one attempt by :attr:`deadline_seconds` (``asyncio.timeout``; tests inject their own).
         self.deadline: Deadline = _system_deadline
+        hooks = http.event_hooks
+        http.event_hooks = {
+            "request": [*hooks["request"], _report_sending],
+            "response": [*hooks["response"], _report_reading],
+        }
 
     def _overdue(self, endpoint: Endpoint) -> LangfuseTransportError:
         return LangfuseTransportError(
@@ -273,6 +283,32 @@ def _query(params: Mapping[str, QueryValue]) -> httpx.QueryParams:
         else:
             pairs.extend((key, item) for item in value)
     return httpx.QueryParams(pairs)
+
+
+async def _report_sending(request: httpx.Request) -> None:
+    progress.moving()
+
+
+async def _report_reading(response: httpx.Response) -> None:
+    """The answer's head arrived; each piece of its body will be reported as it arrives."""
+    progress.moving()
+    response.stream = _ReportingStream(response.stream)
+
+
+class _ReportingStream(httpx.AsyncByteStream):
+    """An answer's body stream that reports progress on each chunk (httpx has no hook per chunk)."""
+
+    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream) -> None:
+        assert isinstance(inner, httpx.AsyncByteStream)
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            progress.moving()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def _release(response: httpx.Response) -> None:

@@ -16,9 +16,11 @@ The worker builds one :class:`Ops` from ``settings.http`` and passes ``ops.telem
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from trace_scorer import progress
 from trace_scorer.config.http import HttpSettings
 from trace_scorer.ops.health import Health, Probe
 from trace_scorer.ops.server import OpsServer
@@ -54,7 +56,20 @@ class Ops:
 
     @asynccontextmanager
     async def tick(self, target: str, interval: float) -> AsyncIterator[None]:
-        """One tick of ``target``: reports it started (liveness) and times it (an exception = error tick)."""
+        """One tick of ``target``: reports it started (liveness) and times it (an exception = error tick).
+        Within it, the signs of life of requests and retries (:mod:`trace_scorer.progress`) are the
+        target's progress."""
         self.health.tick_started(target, interval)
-        with self.telemetry.tick(target):
+        with self.telemetry.tick(target), progress.reported_to(functools.partial(self.health.progress, target)):
             yield
+
+    def langfuse_request(self, endpoint: str, outcome: str, seconds: float | None) -> None:
+        """One Langfuse attempt (``RequestStats.on_request``): counted; an answer clears "retrying"."""
+        self.telemetry.langfuse_request(endpoint, outcome, seconds)
+        if outcome.startswith("2"):
+            self.health.langfuse_answered()
+
+    def langfuse_retry(self, endpoint: str, outcome: str, wait: float) -> None:
+        """A Langfuse retry (``RequestStats.on_retry``): counted, and not ready until answered again."""
+        self.telemetry.langfuse_retry(endpoint, outcome, wait)
+        self.health.langfuse_retrying(endpoint, outcome)

@@ -4,21 +4,33 @@
 ``GET /metrics`` answers the Prometheus text format (or OpenMetrics when the scraper asks for it, gzip
 when it accepts it); ``GET /`` lists the endpoints. ``HEAD`` works on all of them.
 
-Why a hand-written HTTP/1.1 responder on ``asyncio.start_server`` and not a library:
+**A probe is always answered** (issue #22). The port is reachable from the cluster network (the kubelet
+probes the pod IP), so anyone there can open connections and hold them. A new connection is never
+refused: when a client holds more than :data:`MAX_PER_CLIENT` connections, its oldest is closed; when
+all clients together hold more than :data:`MAX_CONNECTIONS`, the oldest connection of the client holding
+the most is closed. A probe sends its request as soon as it connects and is answered within
+milliseconds, so it is never the oldest; what gets closed is whatever sits idle or trickles its request
+(slow loris). A request head must also arrive whole within :data:`HEAD_TIMEOUT`, and an answer be taken
+within :data:`WRITE_TIMEOUT`. (Before: beyond 32 connections every new one — ``/healthz`` included — was
+answered 503, so 40 idle connections failed every probe.)
+
+Why a hand-written HTTP/1.1 responder on ``asyncio.start_server`` and not ``aiohttp.web`` (a runtime
+dependency already) or prometheus-client's server:
 - it must run in the worker's own event loop, so that a blocked loop fails the probes (a server in a
   thread — prometheus-client's ``start_http_server`` — would keep answering "alive" for a dead loop),
   and start and stop with the worker;
-- aiohttp, or an ASGI server (uvicorn) under prometheus-client's ASGI app, would each add a sizeable
-  runtime dependency to a small image for three GET routes;
+- what makes it safe is the connection policy above, and aiohttp.web (3.x) has no cap on connections,
+  per client or in all, nor a hook to close another connection when one arrives: keeping the policy
+  would mean reaching into its protocol objects, more code than the small parser it would replace (its
+  keep-alive timer would stand in for :data:`HEAD_TIMEOUT`, not for the caps);
 - the surface is tiny and closed: GET/HEAD, no request bodies, no keep-alive (``Connection: close``),
-  a bounded request head read with a timeout, a bounded number of concurrent connections. The body of
-  ``/metrics`` still comes from prometheus-client's own encoders.
+  a bounded request head. The body of ``/metrics`` still comes from prometheus-client's own encoders.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import collections
 import gzip
 import json
 from dataclasses import dataclass
@@ -36,8 +48,12 @@ log = structlog.get_logger(__name__)
 #: The request line and headers must fit in this many bytes and arrive within this many seconds.
 MAX_HEAD_BYTES = 8192
 HEAD_TIMEOUT = 5.0
-#: Connections served at once; more are answered 503 straight away.
-MAX_CONNECTIONS = 32
+#: An answer not taken by the client within this many seconds is dropped (a client that never reads).
+WRITE_TIMEOUT = 5.0
+#: Connections one client (address) may hold open; a new one closes that client's oldest.
+MAX_PER_CLIENT = 8
+#: Connections all clients may hold open; a new one closes the oldest of the client holding the most.
+MAX_CONNECTIONS = 64
 
 ENDPOINTS = {
     "/healthz": "liveness: the scheduler loop is alive",
@@ -72,6 +88,8 @@ class OpsServer:
         self._port = port
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        #: Open connections and their client's address, oldest first.
+        self._open: dict[asyncio.StreamWriter, str] = {}
 
     @property
     def port(self) -> int:
@@ -96,8 +114,8 @@ class OpsServer:
         if server is None:
             return
         server.close()
-        for task in list(self._connections):
-            task.cancel()
+        for writer in list(self._open):  # each connection's task ends on its own once its reader sees the end
+            self._close(writer, "the server stops")
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
         await server.wait_closed()
@@ -116,20 +134,45 @@ class OpsServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self._admit(writer)
         try:
-            if len(self._connections) > MAX_CONNECTIONS:
-                await self._send(writer, _json(503, {"status": "fail", "reason": "too many connections"}), head=False)
-            else:
-                await self._serve(reader, writer)
+            await self._serve(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
-            pass  # the client went away
+            pass  # the client went away, or was closed to make room
         except Exception:  # never let one request take the server down
             log.exception("ops_server_error")
         finally:
             self._connections.discard(task)
+            self._open.pop(writer, None)
             writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            try:  # the answer is flushed first, unless the client will not take it
+                await asyncio.wait_for(writer.wait_closed(), WRITE_TIMEOUT)
+            except TimeoutError:
+                writer.transport.abort()
+            except Exception:
+                pass
+
+    def _admit(self, writer: asyncio.StreamWriter) -> None:
+        """Take the new connection; make room by closing the oldest of whoever holds too many (module
+        docstring). Never the new one: that would let held connections refuse a probe."""
+        peer = writer.get_extra_info("peername")
+        client = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        self._open[writer] = client
+        mine = [w for w, c in self._open.items() if c == client]
+        if len(mine) > MAX_PER_CLIENT:
+            self._close(mine[0], "too many connections from this client")
+        if len(self._open) > MAX_CONNECTIONS:
+            held = collections.Counter(self._open.values())
+            greediest = max(held, key=held.__getitem__)  # ties: the client of the oldest connection
+            oldest = next(w for w, c in self._open.items() if c == greediest)
+            self._close(oldest, "too many connections")
+
+    def _close(self, writer: asyncio.StreamWriter, why: str) -> None:
+        """Drop a held connection at once (nothing of it is worth flushing); its reader sees the end, so its
+        task finishes on its own."""
+        client = self._open.pop(writer, "?")
+        log.debug("ops_connection_closed", client=client, reason=why)
+        writer.transport.abort()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -188,4 +231,7 @@ class OpsServer:
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         if not head:
             writer.write(response.body)
-        await writer.drain()
+        try:
+            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+        except TimeoutError:  # a client that does not take its answer: dropped, not waited on to close
+            writer.transport.abort()

@@ -131,10 +131,8 @@ async def open_context(
     if client is None:
         client = LangfuseClient(settings.langfuse, expand_metadata=reference_metadata_keys(settings))
         stack.push_async_callback(client.aclose)
-    client.stats.on_request = lambda endpoint, outcome, seconds: ops.telemetry.langfuse_request(
-        endpoint, outcome, seconds
-    )
-    client.stats.on_retry = lambda endpoint, outcome, wait: ops.telemetry.langfuse_retry(endpoint, outcome, wait)
+    client.stats.on_request = ops.langfuse_request
+    client.stats.on_retry = ops.langfuse_retry
     info = await client.connect()
     ops.health.langfuse_ok(
         detail=f"{info.base_url} {info.generation} server {info.server_version or 'unknown'}, "

@@ -16,6 +16,7 @@ from tests.support.paths import ROOT
 from trace_scorer.config import load_settings
 from trace_scorer.config.http import HttpSettings
 from trace_scorer.ops import Health, Ops, OpsServer, Telemetry
+from trace_scorer.ops.server import MAX_CONNECTIONS, MAX_PER_CLIENT
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ async def test_liveness_fails_when_ticks_stop(client: httpx.AsyncClient, health:
     clock.advance(20)  # 190 s without a first tick of "agent": more than 3 × 60 s
     answer = await client.get("/healthz")
     assert answer.status_code == 503
-    assert answer.json()["reason"] == "scheduler stalled: agent (no tick for 190s, limit 180s)"
+    assert answer.json()["reason"] == "scheduler stalled: agent (no progress for 190s, limit 180s)"
 
     health.tick_started("agent", 60)
     answer = await client.get("/healthz")
@@ -162,14 +163,85 @@ async def test_malformed_and_oversized_requests(server: OpsServer) -> None:
         assert (await http.get("/healthz")).status_code == 200
 
 
+# -- connections that are held open (issue #22, item 6) ---------------------------------------------------
+
+
+async def hold(port: int, client: str, count: int) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """``count`` connections from the loopback address ``client`` that send nothing."""
+    return [await asyncio.open_connection("127.0.0.1", port, local_addr=(client, 0)) for _ in range(count)]
+
+
+async def probe_all(server: OpsServer) -> dict[str, list[int]]:
+    """Each endpoint probed as the kubelet does: a fresh connection, from 127.0.0.1."""
+    statuses: dict[str, list[int]] = {}
+    fresh = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30, limits=fresh) as http:
+        for path in ("/healthz", "/readyz", "/metrics"):
+            statuses[path] = [(await http.get(path)).status_code for _ in range(14)]
+    return statuses
+
+
+async def closed(reader: asyncio.StreamReader) -> bool:
+    """The server closed (reset) this connection without answering."""
+    try:
+        return await asyncio.wait_for(reader.read(), 30) == b""
+    except ConnectionResetError:
+        return True
+
+
+async def test_idle_and_slow_loris_connections_never_fail_a_probe(server: OpsServer, health: Health) -> None:
+    """40 idle connections and 10 trickling a request head, all from one client (127.0.0.2): every probe
+    from another client is answered (before: 503 "too many connections" for all of them), and the holder
+    keeps at most MAX_PER_CLIENT connections — its oldest are closed, never the newcomer's."""
+    health.config_loaded()
+    health.langfuse_ok()
+    idle = await hold(server.port, "127.0.0.2", 40)
+    loris = await hold(server.port, "127.0.0.2", 10)
+    for _reader, writer in loris:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
+        await writer.drain()
+    statuses = await probe_all(server)
+    for path, answers in statuses.items():
+        assert answers == [200] * 14, (path, answers)
+    for _ in range(3):  # the slow loris keeps trickling (on its connections still open): still answered
+        for _reader, writer in loris[-MAX_PER_CLIENT:]:
+            writer.write(b"X-Drip: a\r\n")
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            assert (await http.get("/healthz")).status_code == 200
+    # the first 42 of the 50 held connections were closed to make room; the newest 8 are still open
+    for reader, _writer in (idle + loris)[: 50 - MAX_PER_CLIENT]:
+        assert await closed(reader)
+    for _reader, writer in idle + loris:
+        writer.close()
+
+
+async def test_many_clients_holding_connections_never_fail_a_probe(server: OpsServer, health: Health) -> None:
+    """20 clients holding 8 connections each (160, beyond MAX_CONNECTIONS): probes are still answered,
+    and a client holding one connection keeps it (the greediest holders make room)."""
+    health.config_loaded()
+    health.langfuse_ok()
+    modest_reader, modest = (await hold(server.port, "127.0.0.3", 1))[0]
+    crowd = [conn for n in range(20) for conn in await hold(server.port, f"127.0.1.{n + 1}", MAX_PER_CLIENT)]
+    assert 20 * MAX_PER_CLIENT > MAX_CONNECTIONS
+    statuses = await probe_all(server)
+    for path, answers in statuses.items():
+        assert answers == [200] * 14, (path, answers)
+    modest.write(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")  # the one held connection, used at last
+    await modest.drain()
+    assert (await asyncio.wait_for(modest_reader.read(), 30)).startswith(b"HTTP/1.1 200 ")
+    for _reader, writer in [*crowd, (modest_reader, modest)]:
+        writer.close()
+
+
 async def test_stop_releases_the_port(health: Health, telemetry: Telemetry) -> None:
     server = OpsServer(health, telemetry, host="127.0.0.1", port=0)
     await server.start()
     port = server.port
     # a client that connects and never sends its request does not hold stop() up
     _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    await asyncio.sleep(0.05)
-    await asyncio.wait_for(server.stop(), 2)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:  # accepted after the idle one
+        assert (await http.get("/healthz")).status_code == 200
+    await asyncio.wait_for(server.stop(), 30)
     with pytest.raises(OSError):
         await asyncio.open_connection("127.0.0.1", port)
     writer.close()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from tenacity import RetryCallState
 
+from trace_scorer import progress
 from trace_scorer.retry import backoff, parse_retry_after, retrying, run_retrying
 
 
@@ -130,3 +131,29 @@ async def test_run_retrying_retries_what_is_retryable_and_raises_the_last_failur
     with pytest.raises(Asked):
         await run_retrying(controller, down)  # type: ignore[arg-type]
     assert controller.statistics["attempt_number"] == 3  # type: ignore[attr-defined]
+
+
+async def test_each_wait_is_announced_as_progress_to_the_listener_of_the_task() -> None:
+    """Liveness hears of a retry's wait before it starts (a judge's or Langfuse's: both retry here), so a
+    long back-off is not taken for a stall; with no listener nothing is told."""
+    heard: list[float] = []
+    failures = iter([Asked(150.0), Asked(None)])
+
+    async def attempt() -> str:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return "done"
+
+    async def sleep(seconds: float) -> None:
+        return None
+
+    controller = retrying(attempts=3, retryable=lambda e: True, wait=backoff(1.0, 1.0),
+                          retry_after=lambda e: e.wait if isinstance(e, Asked) else None,
+                          max_retry_after=300.0, sleep=sleep)
+    with progress.reported_to(heard.append):
+        assert await run_retrying(controller, attempt) == "done"
+    assert heard == [150.0, 1.0]
+    failures = iter([Asked(None)])
+    assert await run_retrying(controller, attempt) == "done"  # no listener: nothing to tell, no error
+    assert heard == [150.0, 1.0]
