@@ -10,9 +10,12 @@ remaining traces are split in two halves by start time, and each half is scanned
 narrower window, recursively; a single trace is fetched on its own (``traceId=…``).
 
 A trace with more rows than ``max_rows_per_trace`` (0: no cap) is not held: as soon as the scan (or
-its own fetch) reaches the cap, its rows are dropped, it is handed on as an :class:`OversizedTrace`
-(no rows) and the rest of its rows are skipped as they arrive. Once every trace asked for is handed on,
-the scan stops reading.
+its own fetch) reaches the cap, its rows are dropped and it is handed on as an :class:`OversizedTrace`
+(no rows). Its remaining rows are not read (issue #22: a trace with 100,000 observations made the scan
+page through ~80,000 of them to reach the other traces): the scan stops there, and the traces still
+pending are read around the oversized trace's span — those whose own span overlaps it one request each
+(``traceId=…``), the others by scans over narrower windows that leave the span out. Once every trace
+asked for is handed on, the scan stops reading.
 """
 
 from __future__ import annotations
@@ -75,10 +78,20 @@ class TraceScanner:
     async def scan(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
         unique = list({r.trace_id: r for r in roots}.values())
         if unique:
-            async for trace in self._scan(unique):
+            async for trace in self._scan(unique, ()):
                 yield trace
 
-    async def _scan(self, roots: list[TraceRoot]) -> AsyncIterator[TraceRows]:
+    async def _scan(self, roots: list[TraceRoot], excluded: tuple[TimeWindow, ...]) -> AsyncIterator[TraceRows]:
+        """Read ``roots``' rows, never over the ``excluded`` spans (those of oversized traces)."""
+        inside, groups = self._around(roots, excluded)
+        for root in inside:
+            yield await self._fetch_one(root)
+        for group in groups:
+            async for trace in self._scan_group(group, excluded):
+                yield trace
+
+    async def _scan_group(self, roots: list[TraceRoot], excluded: tuple[TimeWindow, ...]) -> AsyncIterator[TraceRows]:
+        """One scan of ``roots``' window (which overlaps no excluded span); split or narrowed when needed."""
         if len(roots) == 1:
             yield await self._fetch_one(roots[0])
             return
@@ -86,6 +99,7 @@ class TraceScanner:
         held: dict[str, dict[str, Row]] = {}
         held_rows = 0
         overflow = False
+        oversized: list[TimeWindow] = []
         async with aclosing(self._pages(self.window_for(roots))) as pages:
             async for page in pages:
                 for row in page:
@@ -101,7 +115,8 @@ class TraceScanner:
                         held_rows += 1
                         if over_cap(len(group), self._max_rows_per_trace):
                             held_rows -= len(held.pop(trace_id))
-                            del pending[trace_id]  # its further rows are dropped as they arrive
+                            root = pending.pop(trace_id)  # the rest of this page's rows of it are dropped
+                            oversized.append(self.window_for([root]))
                             yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
                 self.peak_rows = max(self.peak_rows, held_rows)
                 if page:
@@ -114,9 +129,16 @@ class TraceScanner:
                         yield TraceRows(trace_id, sort_rows(list(rows.values())))
                 if not pending:
                     break  # every trace asked for is handed on: the rest of the window is not needed
+                if oversized:
+                    break  # the rest of the window holds more of the oversized trace: read around it
                 if held_rows > self._max_rows:
                     overflow = True
                     break
+        if oversized and pending:
+            held.clear()
+            async for trace in self._scan(list(pending.values()), (*excluded, *oversized)):
+                yield trace
+            return
         if not overflow:
             for trace_id in list(pending):
                 yield TraceRows(trace_id, sort_rows(list(held.pop(trace_id, {}).values())))
@@ -124,8 +146,25 @@ class TraceScanner:
         held.clear()
         self.splits += 1
         for half in _halves(list(pending.values())):
-            async for trace in self._scan(half):
+            async for trace in self._scan(half, excluded):
                 yield trace
+
+    def _around(
+        self, roots: list[TraceRoot], excluded: tuple[TimeWindow, ...]
+    ) -> tuple[list[TraceRoot], list[list[TraceRoot]]]:
+        """The roots whose span overlaps an excluded one (each read on its own), and the others in groups
+        lying between the same two excluded spans (each group's window overlaps none of them)."""
+        if not excluded:
+            return [], [roots]
+        inside: list[TraceRoot] = []
+        groups: dict[int, list[TraceRoot]] = {}
+        for root in roots:
+            span = self.window_for([root])
+            if any(span.start < e.end and e.start < span.end for e in excluded):
+                inside.append(root)
+            else:
+                groups.setdefault(sum(e.end <= span.start for e in excluded), []).append(root)
+        return inside, [groups[key] for key in sorted(groups, reverse=True)]  # newest first, as rows come
 
 
 def _halves(roots: list[TraceRoot]) -> tuple[list[TraceRoot], list[TraceRoot]]:

@@ -11,6 +11,9 @@ Every attempt has a total deadline (``[langfuse] request_deadline``, else 3 × `
 request, reading the body included: httpx's timeout bounds each read on its own, so a server trickling
 bytes would otherwise hold a request (and the batch behind it) forever. Running out is counted and retried
 like a timeout (status ``timeout``).
+
+Each answer read is reported to the hook set by :func:`reporting_answers` in the calling task (a tick's
+liveness: a scan of many pages is progress, not a hang).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -54,6 +58,28 @@ Deadline = Callable[[float], AbstractAsyncContextManager[object]]
 
 #: Without an explicit deadline, a request may take this many of the HTTP client's read timeouts in all.
 DEADLINE_TIMEOUTS = 3
+
+
+#: Called after each answer read (see :func:`reporting_answers`). A context variable, not an argument:
+#: the reads are async generators several layers down, and each tick (or fleet job) runs in its own task,
+#: whose context the batches it starts inherit.
+_ON_ANSWER: ContextVar[Callable[[], None] | None] = ContextVar("langfuse_on_answer", default=None)
+
+
+@contextmanager
+def reporting_answers(hook: Callable[[], None]) -> Iterator[None]:
+    """Call ``hook`` after each Langfuse answer read within this block (and the tasks it starts)."""
+    token = _ON_ANSWER.set(hook)
+    try:
+        yield
+    finally:
+        _ON_ANSWER.reset(token)
+
+
+def _answered() -> None:
+    hook = _ON_ANSWER.get()
+    if hook is not None:
+        hook()
 
 
 def _system_deadline(seconds: float) -> AbstractAsyncContextManager[object]:
@@ -161,6 +187,7 @@ class Transport:
             count(str(raw.status_code))
             answer = ClientAnswer(status=raw.status_code, data=response.data, body=raw.json())
             _release(raw)
+            _answered()
             return answer
 
         if not retry:
@@ -213,6 +240,7 @@ class Transport:
                     raise LangfuseResponseError(
                         endpoint=endpoint.label, detail=f"not JSON: {_short(content)}"
                     )
+                _answered()
                 return PlainAnswer(status=response.status_code, body=content)
             raise self._error(endpoint, response.status_code, response.headers, content)
 

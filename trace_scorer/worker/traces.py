@@ -31,6 +31,7 @@ from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
+from trace_scorer.langfuse.transport import reporting_answers
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.source import SourceBase
 from trace_scorer.worker.tick import TickReport
@@ -196,9 +197,10 @@ class TraceSource(SourceBase):
         ready: dict[str, TraceRoot] = {}
         read = TimeWindow(window.start - reread, window.end)
         roots = []
-        async for root in self.client.reads.list_trace_roots(read, self.filter):
-            self.scorer.progress()
-            roots.append(root)
+        with reporting_answers(self.scorer.progress):  # each page read is progress, even one with no root
+            async for root in self.client.reads.list_trace_roots(read, self.filter):
+                self.scorer.progress()
+                roots.append(root)
         # Behind the window, only what is not scored yet is news (e.g. a long trace that just ended).
         behind = [r.trace_id for r in roots if r.start_time < window.start]
         done = {
@@ -224,8 +226,10 @@ class TraceSource(SourceBase):
 
     async def score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
-        read, while the rest of the batch is still being read."""
-        await self.scorer.run(self._work_items(roots, now, report), report, now)
+        read, while the rest of the batch is still being read. Each page read counts as progress: a scan
+        may read many pages before it hands on a trace."""
+        with reporting_answers(self.scorer.progress):
+            await self.scorer.run(self._work_items(roots, now, report), report, now)
 
     async def _work_items(
         self, roots: Sequence[TraceRoot], now: datetime, report: TickReport

@@ -393,3 +393,30 @@ async def test_observation_pages_are_not_parsed_into_the_packages_models(
     assert first.params.get_list("environment") == ["production", "staging"]
     assert first.params["isRootObservation"] == "true"
     assert datetime.fromisoformat(first.params["fromStartTime"]) == WINDOW.start
+
+
+async def test_the_scan_reads_around_a_trace_over_the_row_cap_instead_of_through_it(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    # Issue #22 item 2: the big trace is the newest and long; once over the cap its other rows are not
+    # read. Traces running beside it are read by id, the older ones by a scan of their own narrower window.
+    older = {f"s{n}": _trace(f"s{n}", 10 + n, 3) for n in range(3)}
+    beside = {f"b{n}": _trace(f"b{n}", 1100 + 100 * n, 2) for n in range(2)}
+    v4.add_rows(*_trace("big", 1000, 500), *[row for rows in [*older.values(), *beside.values()] for row in rows])
+    client = make_client(
+        ApiGeneration.V4, per_trace_fetch_max=0, page_size=50, max_rows_per_trace=120, trace_slack="1s"
+    )
+    roots = await roots_of(client)
+    v4.calls.clear()
+    got = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
+
+    expected = {**older, **beside}
+    assert {name: [r["id"] for r in got[name].rows] for name in expected} == {
+        name: [r["id"] for r in rows] for name, rows in expected.items()
+    }
+    assert isinstance(got["big"], OversizedTrace)
+    calls = v4.calls_to(*OBS)
+    # 3 pages of the window until the big trace is over the cap, one request per trace beside it, one
+    # page for the older ones: 6 requests, where reading through the big trace took all 11 pages.
+    assert len(calls) == 6
+    assert sorted(t for c in calls if (t := c.request.url.params.get("traceId"))) == ["b0", "b1"]

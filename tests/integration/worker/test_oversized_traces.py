@@ -8,11 +8,16 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
+from standins.http import Request
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
+from tests.support.langfuse_factories import Reply
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from tests.support.worker import Harness, MakeHarness, agent_trace
+from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS
+from trace_scorer.ops import Health, Ops
+from trace_scorer.worker.service import open_context
 
 OBS = ("GET", "/api/public/v2/observations")
 
@@ -96,3 +101,48 @@ async def test_a_single_trace_over_the_cap_stops_its_own_fetch_early(
     big_reads = [c for c in v4.calls_to(*OBS) if c.request.url.params.get("traceId") == "big"]
     assert len(big_reads) == 3  # 150 rows read of 403, then reading stopped
     assert context.state.done_reason("agent", "big") == TOO_MANY_ROWS
+
+
+async def test_a_big_trace_read_first_does_not_stall_its_window_nor_liveness(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    # Issue #22 item 2: the big trace is the newest, so a scan meets its rows first. Its rows past the cap
+    # are not read; the other traces (beside it and before it) are scored; every page read counts as
+    # progress, so /healthz holds while pages come (each page takes 1.5 s here, the liveness limit is 2 s).
+    now = clock.now()
+    rows = big_trace("big", now - timedelta(minutes=20))
+    others = ["b0", "b1", "o0", "o1", "o2"]
+    starts = [timedelta(minutes=19), timedelta(minutes=18), *(timedelta(minutes=50 - n) for n in range(3))]
+    for trace_id, ago in zip(others, starts, strict=True):
+        rows += agent_trace(trace_id, now - ago)
+    v4.add_rows(*rows)
+    pages_in_window = -(-len(rows) // 50)
+
+    h = await capped(harness)
+    h.settings = h.settings.model_copy(
+        update={"targets": [h.settings.targets[0].model_copy(update={"interval": 1.0})]}
+    )
+    moment = [0.0]
+    health = Health(clock=lambda: moment[0], liveness_intervals=2, liveness_min=0)
+    client = LangfuseClient(h.settings.langfuse, clock=clock)
+    h.stack.push_async_callback(client.aclose)
+    ops = Ops.from_settings(h.settings.http, health=health)
+    context = await open_context(h.settings, h.stack, ops=ops, client=client)
+    health.tick_started("agent", 1.0)
+    alive: list[bool] = []
+
+    async def slow_page(request: Request, params: dict[str, str]) -> Reply:
+        alive.append(health.liveness().ok)  # what /healthz says while this page is on its way
+        moment[0] += 1.5
+        return await v4.standin_answer(request)
+
+    v4.on(*OBS, slow_page)
+    v4.calls.clear()
+    report = await h.tick(context)
+
+    assert report.scored == len(others) and report.skipped[TOO_MANY_ROWS] == 1
+    assert {s["traceId"] for s in v4.scores.values()} == set(others)
+    assert alive and all(alive), alive
+    # 3 pages until the big trace is over the cap, one request for each trace beside it, one page for
+    # the older ones — not the window's every page.
+    assert body_reads(v4) == 6 < pages_in_window
