@@ -41,7 +41,7 @@ from trace_scorer.langfuse.endpoints import (
     TRACES_LIST,
     Endpoint,
 )
-from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
+from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseNotFoundError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v3_traces_query
 from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.rows import (
@@ -54,7 +54,7 @@ from trace_scorer.langfuse.rows import (
     v3_trace_rows,
 )
 from trace_scorer.langfuse.server import ServerCapabilities
-from trace_scorer.langfuse.trace_scan import OversizedTrace, TraceScanner, over_cap
+from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
@@ -181,6 +181,8 @@ class V3Reader:
             )
         except LangfuseNotFoundError:
             return TraceRows(trace_id, [])
+        except LangfuseAnswerTooLarge as error:
+            return OversizedTrace(trace_id, [], limit=error.limit, reason=ANSWER_TOO_LARGE)
         root, *observations = v3_trace_rows(answer.body)
         observations = dedupe(observations)
         limit = self._settings.max_rows_per_trace

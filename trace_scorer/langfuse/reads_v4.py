@@ -29,10 +29,10 @@ from trace_scorer.langfuse.endpoints import (
     OBSERVATIONS_V2,
     Endpoint,
 )
-from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseResponseError
+from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseHTTPError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v4_root_query
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
-from trace_scorer.langfuse.trace_scan import OversizedTrace, TraceScanner, over_cap
+from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
@@ -50,6 +50,9 @@ log = structlog.get_logger(__name__)
 
 #: Field groups of root rows: what sources filter and sample on, plus the trace's input/output.
 ROOT_FIELDS = "core,basic,time,io,metadata,trace_context"
+#: A root row too large to read with its input and output: listed without them (its trace's own read
+#: then meets the same row and skips the trace).
+SLIM_ROOT_FIELDS = "core,basic,time,metadata,trace_context"
 #: Field groups of a trace's rows: what extraction reads (tool calls, messages, models).
 BODY_FIELDS = "core,basic,time,io,metadata,model"
 EXPERIMENT_FIELDS = "core,metadata"
@@ -137,7 +140,9 @@ class V4Reader:
                 raise LangfuseResponseError(endpoint=endpoint.label, detail="the same cursor came back twice")
             seen.add(cursor)
 
-    def _observation_pages(self, fields: str, **query: Any) -> AsyncGenerator[list[Row], None]:
+    def _observation_pages(
+        self, fields: str, *, slim_fields: str | None = None, **query: Any
+    ) -> AsyncGenerator[list[Row], None]:
         """Observation pages as plain JSON. Not through the generated client: it parses every page into
         its models (~0.25 ms a row, 25 times the JSON decoding) and the rows handed on are the plain JSON
         anyway; on a busy worker that parsing held the event loop long enough to starve the judges.
@@ -145,20 +150,36 @@ class V4Reader:
 
         A 422 (Langfuse's ClickHouse memory or time limit on a heavy read) halves the page size and asks
         again from the same cursor; the smaller size is kept for later reads (logged). Below
-        :data:`MIN_PAGE_SIZE` the error is raised."""
+        :data:`MIN_PAGE_SIZE` the error is raised.
+
+        An answer over ``max_answer_bytes`` halves the page for the rest of this read, down to one row;
+        one row over it is asked again with ``slim_fields`` (without its input and output) when given,
+        else :class:`LangfuseAnswerTooLarge` is raised (the caller skips the trace)."""
         params: dict[str, QueryValue] = {"fields": fields, "expandMetadata": self._expand_metadata}
         for name, value in query.items():
             params[_camel(name)] = serialize_datetime(value) if isinstance(value, datetime) else value
+        limit = self.page_size
 
         async def fetch(cursor: str | None) -> Any:
+            nonlocal limit
             while True:
                 try:
                     answer = await self._transport.plain(
                         OBSERVATIONS_V2,
                         OBSERVATIONS_V2.path,
-                        params={**params, "limit": self.page_size, "cursor": cursor},
+                        params={**params, "limit": min(limit, self.page_size), "cursor": cursor},
                     )
                     return answer.body
+                except LangfuseAnswerTooLarge as error:
+                    if limit > 1:
+                        limit = max(1, min(limit, self.page_size) // 2)
+                        log.warning("langfuse.answer_too_large", endpoint=error.endpoint, page_size=limit)
+                        continue
+                    if slim_fields is None:
+                        raise
+                    slim = {**params, "fields": slim_fields, "limit": 1, "cursor": cursor}
+                    log.warning("langfuse.answer_too_large", endpoint=error.endpoint, page_size=1, fields=slim_fields)
+                    return (await self._transport.plain(OBSERVATIONS_V2, OBSERVATIONS_V2.path, params=slim)).body
                 except LangfuseHTTPError as error:
                     if error.status != 422 or self.page_size <= MIN_PAGE_SIZE:
                         raise
@@ -193,7 +214,9 @@ class V4Reader:
                 if held is None or (root.start_time, root.observation_id) < (held.start_time, held.observation_id):
                     roots[root.trace_id] = root
 
-        async for page in self._observation_pages(ROOT_FIELDS, **v4_root_query(window, trace_filter)):
+        query = v4_root_query(window, trace_filter)
+        pages = self._observation_pages(ROOT_FIELDS, slim_fields=SLIM_ROOT_FIELDS, **query)
+        async for page in pages:
             keep(deduper.push(page))
         keep(deduper.flush())
         for root in sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True):
@@ -203,17 +226,23 @@ class V4Reader:
     async def fetch_trace(self, root: TraceRoot) -> TraceRows:
         """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks).
 
-        Reading stops once more rows than ``max_rows_per_trace`` came: an :class:`OversizedTrace`."""
+        Reading stops once more rows than ``max_rows_per_trace`` came, or at one row longer than
+        ``max_answer_bytes``: an :class:`OversizedTrace`."""
         start = root.start_time - self._slack
         end = max(root.end_time or self._clock.now(), root.start_time) + self._slack
         limit = self._settings.max_rows_per_trace
         rows: list[Row] = []
         pages = self._observation_pages(BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end)
-        async with aclosing(pages):
-            async for page in pages:
-                rows.extend(page)
-                if over_cap(len(rows), limit) and over_cap(len(rows := dedupe(rows)), limit):
-                    return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
+        try:
+            async with aclosing(pages):
+                async for page in pages:
+                    rows.extend(page)
+                    if over_cap(len(rows), limit) and over_cap(len(rows := dedupe(rows)), limit):
+                        return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
+        except LangfuseAnswerTooLarge as error:
+            return OversizedTrace(
+                root.trace_id, [], rows_read=len(rows), limit=error.limit, reason=ANSWER_TOO_LARGE
+            )
         return TraceRows(root.trace_id, sort_rows(dedupe(rows)))
 
     async def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:

@@ -25,22 +25,27 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge
 from trace_scorer.langfuse.rows import newer, row_start, sort_rows
 from trace_scorer.langfuse.types import Row, TimeWindow, TraceRoot, TraceRows
 
 PageSource = Callable[[TimeWindow], AsyncGenerator[list[Row], None]]
 FetchOne = Callable[[TraceRoot], Awaitable[TraceRows]]
 
-#: The reason an oversized trace is skipped for (the ``reason`` of ``traces_skipped_total``).
+#: The reasons an oversized trace is skipped for (the ``reason`` of ``traces_skipped_total``): more rows than
+#: ``max_rows_per_trace``, or a row that does not fit in an answer of ``max_answer_bytes``.
 TOO_MANY_ROWS = "too many observations"
+ANSWER_TOO_LARGE = "answer too large"
 
 
 @dataclass(frozen=True, slots=True)
 class OversizedTrace(TraceRows):
-    """A trace over the row cap: no rows (none are kept), and how many were read before reading stopped."""
+    """A trace over a cap: no rows (none are kept), how many were read before reading stopped, the cap
+    (rows, or bytes of one answer) and the reason."""
 
     rows_read: int = 0
     limit: int = 0
+    reason: str = TOO_MANY_ROWS
 
 
 def over_cap(rows: int, limit: int) -> bool:
@@ -100,40 +105,51 @@ class TraceScanner:
         held_rows = 0
         overflow = False
         oversized: list[TimeWindow] = []
-        async with aclosing(self._pages(self.window_for(roots))) as pages:
-            async for page in pages:
-                for row in page:
-                    trace_id = row.get("traceId")
-                    if trace_id not in pending:
-                        continue
-                    group = held.setdefault(trace_id, {})
-                    key = row["id"]
-                    if key in group:
-                        group[key] = newer(group[key], row)
-                    else:
-                        group[key] = row
-                        held_rows += 1
-                        if over_cap(len(group), self._max_rows_per_trace):
-                            held_rows -= len(held.pop(trace_id))
-                            root = pending.pop(trace_id)  # the rest of this page's rows of it are dropped
-                            oversized.append(self.window_for([root]))
-                            yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
-                self.peak_rows = max(self.peak_rows, held_rows)
-                if page:
-                    oldest = min(row_start(row) for row in page)
-                    done = [t for t, root in pending.items() if root.start_time - self._slack > oldest]
-                    for trace_id in done:
-                        rows = held.pop(trace_id, {})
-                        held_rows -= len(rows)
-                        del pending[trace_id]
-                        yield TraceRows(trace_id, sort_rows(list(rows.values())))
-                if not pending:
-                    break  # every trace asked for is handed on: the rest of the window is not needed
-                if oversized:
-                    break  # the rest of the window holds more of the oversized trace: read around it
-                if held_rows > self._max_rows:
-                    overflow = True
-                    break
+        too_large = False
+        try:
+            async with aclosing(self._pages(self.window_for(roots))) as pages:
+                async for page in pages:
+                    for row in page:
+                        trace_id = row.get("traceId")
+                        if trace_id not in pending:
+                            continue
+                        group = held.setdefault(trace_id, {})
+                        key = row["id"]
+                        if key in group:
+                            group[key] = newer(group[key], row)
+                        else:
+                            group[key] = row
+                            held_rows += 1
+                            if over_cap(len(group), self._max_rows_per_trace):
+                                held_rows -= len(held.pop(trace_id))
+                                root = pending.pop(trace_id)  # the rest of this page's rows of it are dropped
+                                oversized.append(self.window_for([root]))
+                                yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
+                    self.peak_rows = max(self.peak_rows, held_rows)
+                    if page:
+                        oldest = min(row_start(row) for row in page)
+                        done = [t for t, root in pending.items() if root.start_time - self._slack > oldest]
+                        for trace_id in done:
+                            rows = held.pop(trace_id, {})
+                            held_rows -= len(rows)
+                            del pending[trace_id]
+                            yield TraceRows(trace_id, sort_rows(list(rows.values())))
+                    if not pending:
+                        break  # every trace asked for is handed on: the rest of the window is not needed
+                    if oversized:
+                        break  # the rest of the window holds more of the oversized trace: read around it
+                    if held_rows > self._max_rows:
+                        overflow = True
+                        break
+        except LangfuseAnswerTooLarge:
+            too_large = True
+        if too_large:
+            # A page too large even at one row: which trace holds that row is unknown (it was not read), so
+            # each trace not handed on yet is read on its own, and only the one holding it is skipped.
+            held.clear()
+            for root in list(pending.values()):
+                yield await self._fetch_one(root)
+            return
         if oversized and pending:
             held.clear()
             async for trace in self._scan(list(pending.values()), (*excluded, *oversized)):

@@ -107,6 +107,8 @@ def test_secret_never_printed(tmp_path: Path) -> None:
             '[[targets.kpis]]\nname = "k"\nformula = "average"\nweights = {a = 1}\n',
             r"targets\[0\]\.kpis\[0\]\.weights: unknown key",
         ),
+        ("[langfuse]\nmax_answer_bytes = 500\n", r"langfuse: .*max_answer_bytes: 500 is below 10000 bytes"),
+        ("[langfuse]\nmax_field_chars = -1\n", r"langfuse\.max_field_chars: Input should be greater"),
         ("[log\n", r"not valid TOML"),
     ],
 )
