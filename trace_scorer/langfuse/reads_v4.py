@@ -38,6 +38,8 @@ from trace_scorer.langfuse.types import (
     Dataset,
     Experiment,
     ExperimentItem,
+    KnownTraces,
+    RootListing,
     Row,
     TimeWindow,
     TraceFilter,
@@ -199,17 +201,33 @@ class V4Reader:
     # --- traces ------------------------------------------------------------------------------
 
     async def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
-        """One root per trace starting in ``window`` and matching the filter, newest first.
+        """One root per trace starting in ``window`` and matching the filter, newest first."""
+        for root in (await self.list_roots(window, trace_filter)).roots:
+            yield root
+
+    async def list_roots(
+        self, window: TimeWindow, trace_filter: TraceFilter, *, max_traces: int = 0, known: KnownTraces | None = None
+    ) -> RootListing:
+        """One root per trace starting in the window and matching the filter, newest first; no more than
+        ``max_traces`` of the earliest, none that ``known`` names.
 
         A trace can have several root rows (several parentless spans, or an app root under a remote
         parent): the earliest (then the smallest id) stands for the trace, whatever the page order.
-        The filter is checked on our side too (:func:`root_matches`)."""
+        The filter is checked on our side too (:func:`root_matches`).
+
+        Rows come newest first, so the earliest ``max_traces`` are known only at the end: whenever more are
+        held, the newest are dropped and the listing's end moves to the earliest start among them (rows
+        still to come are older). Memory stays at ``max_traces`` roots and a page, whatever the window."""
         roots: dict[str, TraceRoot] = {}
+        end = window.end
         deduper = StreamDeduper()
 
         def keep(rows: list[Row]) -> None:
-            for row in rows:
-                root = trace_root_from_row(row)
+            fresh = [root for root in map(trace_root_from_row, rows) if root.start_time < end]
+            done = known(fresh) if known is not None and fresh else ()
+            for root in fresh:
+                if root.trace_id in done:
+                    continue
                 held = roots.get(root.trace_id)
                 if held is None or (root.start_time, root.observation_id) < (held.start_time, held.observation_id):
                     roots[root.trace_id] = root
@@ -218,10 +236,13 @@ class V4Reader:
         pages = self._observation_pages(ROOT_FIELDS, slim_fields=SLIM_ROOT_FIELDS, **query)
         async for page in pages:
             keep(deduper.push(page))
+            if max_traces and len(roots) > max_traces:
+                end, roots = _earliest(roots, max_traces, window.start, end)
         keep(deduper.flush())
-        for root in sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True):
-            if root_matches(root, trace_filter):
-                yield root
+        if max_traces and len(roots) > max_traces:
+            end, roots = _earliest(roots, max_traces, window.start, end)
+        ordered = sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True)
+        return RootListing([root for root in ordered if root_matches(root, trace_filter)], end)
 
     async def fetch_trace(self, root: TraceRoot) -> TraceRows:
         """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks).
@@ -369,6 +390,17 @@ def _experiment(row: Mapping[str, Any]) -> Experiment:
         description=row.get("description"),
         metadata=_mapping(row.get("metadata")),
     )
+
+
+def _earliest(
+    roots: dict[str, TraceRoot], count: int, start: datetime, end: datetime
+) -> tuple[datetime, dict[str, TraceRoot]]:
+    """The listing's new end and the roots before it: the start of the earliest root beyond the first
+    ``count`` (by start). Never at the window's start (that window could never move on): then all are kept."""
+    cut = sorted(root.start_time for root in roots.values())[count]
+    if cut <= start:
+        return end, roots
+    return cut, {trace_id: root for trace_id, root in roots.items() if root.start_time < cut}
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -215,23 +215,29 @@ class TraceSource(SourceBase):
         its start (at its start when nothing is read again)."""
         quiet_since = now - timedelta(seconds=self.target.quiet_period)
         give_up_waiting = now - timedelta(seconds=self.target.unfinished_after)
-        hold = window.end
         ready: dict[str, TraceRoot] = {}
         read = TimeWindow(window.start - reread, window.end)
-        roots = []
+
+        def done_behind(roots: Sequence[TraceRoot]) -> set[str]:
+            """Behind the window, only what is not scored yet is news (e.g. a long trace that just ended);
+            a failed trace is the retry path's. Neither is held, nor counts towards ``max_window_traces``."""
+            behind = [r.trace_id for r in roots if r.start_time < window.start]
+            if not behind:
+                return set()
+            scored = self.state.scored_hashes(self.target.name, behind)
+            done = {t for t, h in scored.items() if h == self.scorer.plan.config_hash}
+            return done | set(self.state.failed_subjects(self.target.name, behind))
+
         with reporting_answers(self.scorer.progress):  # each page read is progress, even one with no root
-            async for root in self.client.reads.list_trace_roots(read, self.filter):
-                self.scorer.progress()
-                roots.append(root)
-        # Behind the window, only what is not scored yet is news (e.g. a long trace that just ended).
-        behind = [r.trace_id for r in roots if r.start_time < window.start]
-        done = {
-            t
-            for t, h in self.state.scored_hashes(self.target.name, behind).items()
-            if h == self.scorer.plan.config_hash
-        }
-        for root in roots:
-            if root.trace_id in ready or root.trace_id in done:
+            listing = await self.client.reads.list_roots(
+                read, self.filter, max_traces=self.target.max_window_traces, known=done_behind
+            )
+        # Cut by count: the window ends where the listing stopped, and the next one starts there.
+        hold = listing.complete_until
+        if hold < window.end:
+            log.info("window_cut", target=self.target.name, traces=len(listing.roots), until=hold.isoformat())
+        for root in listing.roots:
+            if root.trace_id in ready:
                 continue
             report.seen += 1
             self.scorer.telemetry.traces_seen(self.target.name)

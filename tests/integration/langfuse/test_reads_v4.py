@@ -4,6 +4,7 @@ per-trace fetch), datasets, experiments → items → expected output."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -420,3 +421,37 @@ async def test_the_scan_reads_around_a_trace_over_the_row_cap_instead_of_through
     # page for the older ones: 6 requests, where reading through the big trace took all 11 pages.
     assert len(calls) == 6
     assert sorted(t for c in calls if (t := c.request.url.params.get("traceId"))) == ["b0", "b1"]
+
+
+async def test_a_listing_stops_at_max_traces_of_the_earliest_and_ends_where_the_next_starts(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    # Issue #22 item 7: 25 traces, at most 10 held. Rows come newest first, so the earliest are known only
+    # at the end; the listing ends at the first trace beyond them (t10 and t11 start together: both wait).
+    starts = {f"t{n:02d}": 100 + n for n in range(25)}
+    starts["t11"] = starts["t10"]
+    v4.add_rows(*[root(trace, start) for trace, start in starts.items()], *_trace("t03", 103, 2)[1:])
+    client = make_client(ApiGeneration.V4, page_size=4)
+    listing = await client.reads.list_roots(WINDOW, TraceFilter(), max_traces=10)
+    assert sorted(r.trace_id for r in listing.roots) == [f"t{n:02d}" for n in range(10)]
+    assert listing.complete_until == at(110)
+    # The next window starts there and holds the others; nothing is listed twice or left out.
+    rest = await client.reads.list_roots(TimeWindow(at(110), WINDOW.end), TraceFilter(), max_traces=10)
+    assert sorted(r.trace_id for r in rest.roots) == [f"t{n:02d}" for n in range(10, 20)]
+    assert rest.complete_until == at(120)
+    # Roots the caller knows are neither held nor counted.
+    def first_five(roots: Sequence[TraceRoot]) -> set[str]:
+        return {r.trace_id for r in roots if r.start_time < at(105)}
+
+    known = await client.reads.list_roots(WINDOW, TraceFilter(), max_traces=10, known=first_five)
+    assert sorted(r.trace_id for r in known.roots) == [f"t{n:02d}" for n in range(5, 15)]
+    assert known.complete_until == at(115)
+
+
+async def test_a_listing_of_roots_starting_at_one_instant_is_not_cut(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    v4.add_rows(*[root(f"t{n}", 100) for n in range(5)])
+    client = make_client(ApiGeneration.V4, page_size=2)
+    listing = await client.reads.list_roots(TimeWindow(at(100), at(200)), TraceFilter(), max_traces=2)
+    assert len(listing.roots) == 5 and listing.complete_until == at(200)  # a cut there could never move on
