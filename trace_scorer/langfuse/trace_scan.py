@@ -13,9 +13,11 @@ A trace with more rows than ``max_rows_per_trace`` (0: no cap) is not held: as s
 its own fetch) reaches the cap, its rows are dropped and it is handed on as an :class:`OversizedTrace`
 (no rows). Its remaining rows are not read (issue #22: a trace with 100,000 observations made the scan
 page through ~80,000 of them to reach the other traces): the scan stops there, and the traces still
-pending are read around the oversized trace's span — those whose own span overlaps it one request each
-(``traceId=…``), the others by scans over narrower windows that leave the span out. Once every trace
-asked for is handed on, the scan stops reading.
+pending are read around the oversized trace's span (its root's start to end) — those whose own span
+overlaps it one request each (``traceId=…``, with the slack), the others by scans over narrower windows
+whose slack stops at its span. The price: a row of such a neighbour lying outside its own root's span
+and inside the oversized trace's is not read. Once every trace asked for is handed on, the scan stops
+reading.
 """
 
 from __future__ import annotations
@@ -80,6 +82,20 @@ class TraceScanner:
         end = max(max(r.end_time or self._now(), r.start_time) for r in roots) + self._slack
         return TimeWindow(start, end)
 
+    def core_span(self, root: TraceRoot) -> TimeWindow:
+        """Where a trace's own rows lie: its root's start to its end (no slack; a running trace: to now)."""
+        end = max(root.end_time or self._now(), root.start_time)
+        return TimeWindow(root.start_time, end + timedelta(milliseconds=1))
+
+    def clipped_window(self, roots: Sequence[TraceRoot], excluded: Sequence[TimeWindow]) -> TimeWindow:
+        """:meth:`window_for` the roots, its slack cut where an excluded span begins (the roots' spans lie
+        between excluded ones): an oversized trace's rows are not read again for its neighbours' slack."""
+        window = self.window_for(roots)
+        first = min(r.start_time for r in roots)
+        start = max([window.start, *(e.end for e in excluded if e.end <= first)])
+        end = min([window.end, *(e.start for e in excluded if e.start >= first)])
+        return TimeWindow(start, end) if start < end else window
+
     async def scan(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
         unique = list({r.trace_id: r for r in roots}.values())
         if unique:
@@ -107,7 +123,7 @@ class TraceScanner:
         oversized: list[TimeWindow] = []
         too_large = False
         try:
-            async with aclosing(self._pages(self.window_for(roots))) as pages:
+            async with aclosing(self._pages(self.clipped_window(roots, excluded))) as pages:
                 async for page in pages:
                     for row in page:
                         trace_id = row.get("traceId")
@@ -123,7 +139,7 @@ class TraceScanner:
                             if over_cap(len(group), self._max_rows_per_trace):
                                 held_rows -= len(held.pop(trace_id))
                                 root = pending.pop(trace_id)  # the rest of this page's rows of it are dropped
-                                oversized.append(self.window_for([root]))
+                                oversized.append(self.core_span(root))
                                 yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
                     self.peak_rows = max(self.peak_rows, held_rows)
                     if page:
@@ -168,14 +184,14 @@ class TraceScanner:
     def _around(
         self, roots: list[TraceRoot], excluded: tuple[TimeWindow, ...]
     ) -> tuple[list[TraceRoot], list[list[TraceRoot]]]:
-        """The roots whose span overlaps an excluded one (each read on its own), and the others in groups
-        lying between the same two excluded spans (each group's window overlaps none of them)."""
+        """The roots whose own span overlaps an excluded one (each read on its own), and the others in
+        groups lying between the same two excluded spans (each group's window is clipped to them)."""
         if not excluded:
             return [], [roots]
         inside: list[TraceRoot] = []
         groups: dict[int, list[TraceRoot]] = {}
         for root in roots:
-            span = self.window_for([root])
+            span = self.core_span(root)
             if any(span.start < e.end and e.start < span.end for e in excluded):
                 inside.append(root)
             else:
