@@ -244,7 +244,7 @@ class Transport:
                     endpoint=endpoint.label, kind="connection_error", detail=_detail(error)
                 ) from None
             self._stats.count_request(endpoint.label, str(response.status_code), time.perf_counter() - started)
-            content = _json_or_text(raw, response.encoding)
+            content = _json_or_text(raw, response.charset_encoding)
             if response.is_success or response.status_code in accept:
                 if isinstance(content, str):
                     raise LangfuseResponseError(
@@ -333,10 +333,15 @@ def _release(response: httpx.Response) -> None:
 
 
 def _json_or_text(raw: bytes, encoding: str | None) -> Any:
+    """The answer as JSON, else as text (an HTML 404, a proxy's error page)."""
     try:
         return json.loads(raw)
     except ValueError:
+        pass
+    try:
         return raw.decode(encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return raw.decode("utf-8", errors="replace")
 
 
 def _detail(error: Exception) -> str:
