@@ -59,6 +59,8 @@ class Result:
     healthz_failed: int = 0
     healthz_longest_idle: float = 0.0
     healthz_reasons: list[str] = field(default_factory=list)
+    #: Seconds until the first trace was scored (polled every 2 s; ``wide`` only).
+    first_scored_seconds: float | None = None
 
 
 def scenario(case: str, args: argparse.Namespace) -> Scenario:
@@ -122,10 +124,14 @@ def run(case: str, args: argparse.Namespace) -> Result:
                     result.healthz_longest_idle = max(result.healthz_longest_idle, idle)
                     if not ok:
                         result.healthz_failed += 1
-                        if reason not in result.healthz_reasons:
+                        if len(result.healthz_reasons) < 2:  # the first, and the last below
                             result.healthz_reasons.append(reason)
+                        else:
+                            result.healthz_reasons[-1] = reason
                 if case == "wide":  # (a dense backlog's scores are too many to list every 2 s)
                     result.scored_traces = len({s["traceId"] for s in lf.scores()})
+                    if result.scored_traces and result.first_scored_seconds is None:
+                        result.first_scored_seconds = time.monotonic() - started
                 if follower.seen() >= sc.traces:
                     break
                 time.sleep(2.0)
