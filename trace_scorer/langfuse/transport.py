@@ -229,6 +229,7 @@ class Transport:
                         response.stream = httpx.ByteStream(b"")  # the body is in ``raw``: see _release
             except LangfuseAnswerTooLarge as error:
                 self._stats.count_request(endpoint.label, "too_large", time.perf_counter() - started)
+                _answered()  # the server answered: asking again for less is progress too
                 raise LangfuseAnswerTooLarge(endpoint=endpoint.label, limit=error.limit) from None
             except TimeoutError:
                 self._stats.count_request(endpoint.label, "timeout", time.perf_counter() - started)

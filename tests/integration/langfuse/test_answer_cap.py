@@ -13,6 +13,7 @@ from tests.support.langfuse_client import make_settings
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.langfuse.endpoints import HEALTH as HEALTH_ENDPOINT
 from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge
+from trace_scorer.langfuse.transport import reporting_answers
 
 CHUNK = b" " * 10_000
 
@@ -43,12 +44,14 @@ async def test_an_answer_over_the_cap_stops_being_read_and_is_not_retried(clock:
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(server))
     client = LangfuseClient(make_settings(max_answer_bytes=50_000), clock=clock, http=http)
+    answers: list[int] = []
     try:
-        with pytest.raises(LangfuseAnswerTooLarge, match="longer than 50000 bytes"):
+        with reporting_answers(lambda: answers.append(1)), pytest.raises(LangfuseAnswerTooLarge, match="50000 bytes"):
             await client.transport.plain(HEALTH_ENDPOINT, "/api/public/health")
     finally:
         await client.aclose()
     assert len(bodies) == 1  # not retried: the same request would get the same answer
+    assert answers == [1]  # an answer all the same: the tick is moving (liveness)
     assert bodies[0].read == (0 if declared else 6)  # 60 kB read of 1 MB; nothing when the length was declared
 
 
