@@ -32,7 +32,7 @@ from trace_scorer.langfuse.endpoints import (
 from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseHTTPError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v4_root_query
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
-from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, OversizedTrace, TraceScanner, over_cap
+from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, TOO_LARGE_ROW, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
@@ -155,8 +155,9 @@ class V4Reader:
         :data:`MIN_PAGE_SIZE` the error is raised.
 
         An answer over ``max_answer_bytes`` halves the page for the rest of this read, down to one row;
-        one row over it is asked again with ``slim_fields`` (without its input and output) when given,
-        else :class:`LangfuseAnswerTooLarge` is raised (the caller skips the trace)."""
+        one row over it is asked again with ``slim_fields`` (without its input and output): a root row
+        is then listed without them; a body row (no ``slim_fields``) comes with its core fields only,
+        marked :data:`TOO_LARGE_ROW` (its trace is skipped), and the read goes on past it in whole pages."""
         params: dict[str, QueryValue] = {"fields": fields, "expandMetadata": self._expand_metadata}
         for name, value in query.items():
             params[_camel(name)] = serialize_datetime(value) if isinstance(value, datetime) else value
@@ -177,11 +178,16 @@ class V4Reader:
                         limit = max(1, min(limit, self.page_size) // 2)
                         log.warning("langfuse.answer_too_large", endpoint=error.endpoint, page_size=limit)
                         continue
-                    if slim_fields is None:
-                        raise
-                    slim = {**params, "fields": slim_fields, "limit": 1, "cursor": cursor}
-                    log.warning("langfuse.answer_too_large", endpoint=error.endpoint, page_size=1, fields=slim_fields)
-                    return (await self._transport.plain(OBSERVATIONS_V2, OBSERVATIONS_V2.path, params=slim)).body
+                    slim = {**params, "fields": slim_fields or "core", "limit": 1, "cursor": cursor}
+                    log.warning(
+                        "langfuse.answer_too_large", endpoint=error.endpoint, page_size=1, fields=slim["fields"]
+                    )
+                    body = (await self._transport.plain(OBSERVATIONS_V2, OBSERVATIONS_V2.path, params=slim)).body
+                    if slim_fields is None and isinstance(body, Mapping):
+                        for row in body.get("data") or []:
+                            row[TOO_LARGE_ROW] = error.limit
+                    limit = self.page_size  # past that row, whole pages again
+                    return body
                 except LangfuseHTTPError as error:
                     if error.status != 422 or self.page_size <= MIN_PAGE_SIZE:
                         raise
@@ -254,16 +260,13 @@ class V4Reader:
         limit = self._settings.max_rows_per_trace
         rows: list[Row] = []
         pages = self._observation_pages(BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end)
-        try:
-            async with aclosing(pages):
-                async for page in pages:
-                    rows.extend(page)
-                    if over_cap(len(rows), limit) and over_cap(len(rows := dedupe(rows)), limit):
-                        return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
-        except LangfuseAnswerTooLarge as error:
-            return OversizedTrace(
-                root.trace_id, [], rows_read=len(rows), limit=error.limit, reason=ANSWER_TOO_LARGE
-            )
+        async with aclosing(pages):
+            async for page in pages:
+                if cap := next((row[TOO_LARGE_ROW] for row in page if TOO_LARGE_ROW in row), None):
+                    return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=cap, reason=ANSWER_TOO_LARGE)
+                rows.extend(page)
+                if over_cap(len(rows), limit) and over_cap(len(rows := dedupe(rows)), limit):
+                    return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
         return TraceRows(root.trace_id, sort_rows(dedupe(rows)))
 
     async def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:

@@ -38,6 +38,9 @@ FetchOne = Callable[[TraceRoot], Awaitable[TraceRows]]
 #: ``max_rows_per_trace``, or a row that does not fit in an answer of ``max_answer_bytes``.
 TOO_MANY_ROWS = "too many observations"
 ANSWER_TOO_LARGE = "answer too large"
+#: The key a page source adds to a row it could only read without its input and output (the row alone was
+#: over ``max_answer_bytes``): the value is that cap. The row's trace is skipped; reading goes on past it.
+TOO_LARGE_ROW = "_answerTooLarge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,11 @@ class TraceScanner:
                     for row in page:
                         trace_id = row.get("traceId")
                         if trace_id not in pending:
+                            continue
+                        if TOO_LARGE_ROW in row:
+                            held_rows -= len(held.pop(trace_id, {}))
+                            del pending[trace_id]  # its further rows are dropped as they arrive
+                            yield OversizedTrace(trace_id, [], limit=row[TOO_LARGE_ROW], reason=ANSWER_TOO_LARGE)
                             continue
                         group = held.setdefault(trace_id, {})
                         key = row["id"]
