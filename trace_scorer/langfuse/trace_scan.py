@@ -18,6 +18,10 @@ overlaps it one request each (``traceId=…``, with the slack), the others by sc
 whose slack stops at its span. The price: a row of such a neighbour lying outside its own root's span
 and inside the oversized trace's is not read. Once every trace asked for is handed on, the scan stops
 reading.
+
+A row the page source could read only without its input and output (marked :data:`TOO_LARGE_ROW`: alone
+over ``max_answer_bytes``) skips its trace (``answer too large``) and the scan goes on. A source that
+cannot do that raises :class:`LangfuseAnswerTooLarge`: then each trace still pending is read on its own.
 """
 
 from __future__ import annotations
@@ -168,8 +172,8 @@ class TraceScanner:
         except LangfuseAnswerTooLarge:
             too_large = True
         if too_large:
-            # A page too large even at one row: which trace holds that row is unknown (it was not read), so
-            # each trace not handed on yet is read on its own, and only the one holding it is skipped.
+            # A page too large even at one row, not marked (legacy pages): which trace holds that row is
+            # unknown, so each trace not handed on yet is read on its own; only the one holding it is skipped.
             held.clear()
             for root in list(pending.values()):
                 yield await self._fetch_one(root)
