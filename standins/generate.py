@@ -30,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import random
 from collections import OrderedDict
@@ -142,6 +143,15 @@ class Scenario:
     #: Share of production traces with a second parentless span (same traceId, starting later than the
     #: main root and shorter): two rows with ``isRootObservation: true`` (finding 8).
     multi_root_rate: float = 0.0
+    #: A production trace (by index) given ``wide_rows`` more observations (spans spread over its run, each
+    #: with ``wide_row_bytes`` of output), made as they are served (issue #22: 100,000 observations).
+    wide_trace: int | None = None
+    wide_rows: int = 0
+    wide_row_bytes: int = 200
+    #: A production trace (by index) given one more observation whose output is ``huge_row_bytes`` long,
+    #: made when served (issue #22: an agent logging whole files).
+    huge_row_trace: int | None = None
+    huge_row_bytes: int = 0
 
     def __post_init__(self) -> None:
         unknown = set(self.formats) - set(RENDERERS)
@@ -642,6 +652,57 @@ class Corpus:
         if end - header.start > self.max_duration:
             raise AssertionError(f"trace {header.trace_id} lasts {end - header.start}, over {self.max_duration}")
         return RenderedTrace(header, task, ideal, records, end)
+
+    def lazy_rows(
+        self, header: TraceHeader, now: datetime, until_us: int | None = None
+    ) -> Iterator[tuple[tuple[int, str, int], dict[str, Any]]]:
+        """The rows made only as they are served (``wide_trace``, ``huge_row_trace``), newest first, keyed
+        as the server sorts rows, from ``until_us`` (a page's cursor) on; nothing for other traces, nor
+        before the trace is visible."""
+        s = self.scenario
+        wide = header.source == "production" and header.index == s.wide_trace and s.wide_rows > 0
+        huge = header.source == "production" and header.index == s.huge_row_trace and s.huge_row_bytes > 0
+        if not (wide or huge):
+            return
+        rendered = self.render(header)
+        if not rendered.root.visible_rows(now):
+            return
+        root = rendered.root.row
+        start_us = rendered.root.start_us
+        span_us = max(1000, micros(rendered.end) - start_us)
+
+        prefix = hex_id(f"{header.trace_id}:lazy", 8)
+
+        def row(key: str, n: int, at_us: int, output: str) -> tuple[tuple[int, str, int], dict[str, Any]]:
+            """Row ``n`` (ids fall as ``n`` rises, so rows of one millisecond come in the server's order)."""
+            begin = EPOCH + timedelta(microseconds=at_us)
+            made = {
+                **root,
+                "id": f"{prefix}{0xFFFFFFFF - n:08x}",
+                "name": key,
+                "type": "SPAN",
+                "parentObservationId": root["id"],
+                "isRootObservation": False,
+                "startTime": iso(begin),
+                "endTime": iso(begin + timedelta(milliseconds=1)),
+                "input": None,
+                "output": json.dumps(output),
+                "metadata": {},
+            }
+            return (-at_us, made["id"], 0), made
+
+        def huge_row() -> Iterator[tuple[tuple[int, str, int], dict[str, Any]]]:
+            yield row("read_file", s.wide_rows, start_us + span_us // 2 // 1000 * 1000, "x" * s.huge_row_bytes)
+
+        def wide_rows() -> Iterator[tuple[tuple[int, str, int], dict[str, Any]]]:
+            step = span_us / (s.wide_rows + 1)
+            filler = "y" * s.wide_row_bytes
+            top = s.wide_rows if until_us is None else min(s.wide_rows, int((until_us - start_us) / step) + 1)
+            for i in reversed(range(max(0, top))):
+                at_us = start_us + int(step * (i + 1)) // 1000 * 1000  # milliseconds, as Langfuse keeps them
+                yield row("step", i, at_us, filler)
+
+        yield from heapq.merge(*([huge_row()] if huge else []), *([wide_rows()] if wide else []), key=lambda kr: kr[0])
 
     def duration_of(self, trace_id: str) -> float | None:
         """Seconds a production trace lasts under ``trace_duration`` (None: as rendered)."""

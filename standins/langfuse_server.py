@@ -797,12 +797,28 @@ class LangfuseApp(StandinApp):
             )
         else:
             headers = self._headers_desc(None if low is None else low - reach, upper)
-        heap: list[tuple[tuple[int, str, int], dict[str, Any]]] = []
+        # Rows made as they are served (a trace of 100,000 observations) come from an iterator each: one
+        # of its rows is in the heap at a time, the next pushed when it is handed out.
+        Lazy = Iterator[tuple[tuple[int, str, int], dict[str, Any]]]
+        heap: list[tuple[tuple[int, str, int], dict[str, Any], Lazy | None]] = []
+
+        def push_next(rows: Lazy) -> None:
+            for key, row in rows:
+                if after is None or key > after:
+                    heappush(heap, (key, row, rows))
+                    return
+
+        def pop() -> tuple[tuple[int, str, int], dict[str, Any]]:
+            key, row, rows = heappop(heap)
+            if rows is not None:
+                push_next(rows)
+            return key, row
+
         reach_us = int(reach / timedelta(microseconds=1))
         for header in headers:
             threshold = -(micros(header.start) + reach_us)
             while heap and heap[0][0][0] < threshold:
-                key, row = heappop(heap)
+                key, row = pop()
                 if after is None or key > after:
                     yield key, row
             records: list[RowRecord] = (
@@ -810,9 +826,11 @@ class LangfuseApp(StandinApp):
             )
             for record in records:
                 for variant, row in enumerate(record.visible_rows(now)):
-                    heappush(heap, ((-record.start_us, row["id"], variant), row))
+                    heappush(heap, ((-record.start_us, row["id"], variant), row, None))
+            if not roots_only:
+                push_next(self.corpus.lazy_rows(header, now, None if after is None else -after[0]))
         while heap:
-            key, row = heappop(heap)
+            key, row = pop()
             if after is None or key > after:
                 yield key, row
 

@@ -16,6 +16,10 @@ from trace_scorer.config.common import Duration, StrictModel
 SCORE_BODY_LIMIT_BYTES = 1_000_000
 
 
+#: The smallest ``max_answer_bytes`` other than 0: a page of one plain observation, or a health check, fits.
+MIN_ANSWER_BYTES = 10_000
+
+
 class LangfuseRetrySettings(StrictModel):
     """``[langfuse.retry]``: back-off for 429, 5xx, timeouts and dropped connections."""
 
@@ -75,10 +79,27 @@ class LangfuseSettings(StrictModel):
     #: under ``traces_skipped_total{reason="too many observations"}``, logged once and recorded as done.
     #: 0 = no cap (a trace is read whole, whatever its size).
     max_rows_per_trace: int = Field(default=20_000, ge=0)
+    #: Longest answer read from Langfuse, in bytes (0 = no limit): a longer one stops being read. A page of
+    #: observations over it is asked again with fewer rows, down to one; a trace whose rows cannot be read
+    #: within it (one row over it) is skipped — ``traces_skipped_total{reason="answer too large"}`` —
+    #: never its window. Parsed JSON takes ~4 times its text: the default keeps a page under ~100 MB.
+    max_answer_bytes: int = Field(default=20_000_000, ge=0)
+    #: Longest ``input`` or ``output`` text of one observation, in characters (0 = no limit): a trace with a
+    #: longer one is skipped (``reason="field too large"``), logged once, rather than extracted and scored.
+    max_field_chars: int = Field(default=5_000_000, ge=0)
     #: How far a trace's observations may start before its root's start or after its root's end.
     trace_slack: Duration = 300.0
     #: Up to this many traces are fetched one request each (``traceId=…``); more use one window scan.
     per_trace_fetch_max: int = Field(default=2, ge=0)
+
+    @model_validator(mode="after")
+    def _answers_fit_a_row(self) -> LangfuseSettings:
+        if 0 < self.max_answer_bytes < MIN_ANSWER_BYTES:
+            raise ValueError(
+                f"max_answer_bytes: {self.max_answer_bytes} is below {MIN_ANSWER_BYTES} bytes, too small for "
+                "Langfuse's own answers (0 = no limit)"
+            )
+        return self
 
     @property
     def deadline(self) -> float:

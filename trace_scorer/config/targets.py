@@ -135,6 +135,9 @@ class TargetSettings(StrictModel):
     unfinished_after: Duration = 3600.0
     #: At most this much time is read in one tick (a backlog is worked off window by window).
     max_window: Duration = 3600.0
+    #: At most this many traces in one window (0 = no limit): a busier window ends at the start of the
+    #: first trace beyond them, and the next one starts there. Bounds a tick's memory (~10 kB a trace listed).
+    max_window_traces: int = Field(default=10_000, ge=0)
     #: The longest a trace runs. Langfuse v4 shows a root only once it ended, so a long trace appears
     #: after its start time was passed: each tick also reads this far behind the watermark again (the
     #: ledger keeps a re-read from scoring twice). A longer trace is missed on v4.

@@ -113,6 +113,7 @@ class LangfuseClient:
             budget=RequestBudget(settings.requests_per_minute, self.clock, self.stats),
             stats=self.stats,
             clock=self.clock,
+            max_answer_bytes=settings.max_answer_bytes,
             deadline=settings.deadline,
         )
         self._items = DatasetItemCache(self.transport, self.api, self.clock)

@@ -83,6 +83,16 @@ class LangfuseResponseError(LangfuseError):
         super().__init__(f"{endpoint}: unexpected response: {detail}")
 
 
+class LangfuseAnswerTooLarge(LangfuseError):
+    """An answer longer than ``[langfuse] max_answer_bytes``: reading stopped there (not retried: the same
+    request would get the same answer). The reader asks again for fewer rows, or skips the one trace."""
+
+    def __init__(self, *, endpoint: str, limit: int) -> None:
+        self.endpoint = endpoint
+        self.limit = limit
+        super().__init__(f"{endpoint}: the answer is longer than {limit} bytes (langfuse.max_answer_bytes)")
+
+
 class LangfuseContractError(LangfuseError, UserError):
     """The server refused a request as a whole for its shape (a route or body this version does not take).
 

@@ -41,7 +41,7 @@ from trace_scorer.langfuse.endpoints import (
     TRACES_LIST,
     Endpoint,
 )
-from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
+from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseNotFoundError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v3_traces_query
 from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.rows import (
@@ -54,12 +54,14 @@ from trace_scorer.langfuse.rows import (
     v3_trace_rows,
 )
 from trace_scorer.langfuse.server import ServerCapabilities
-from trace_scorer.langfuse.trace_scan import OversizedTrace, TraceScanner, over_cap
+from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
     Experiment,
     ExperimentItem,
+    KnownTraces,
+    RootListing,
     Row,
     TimeWindow,
     TraceFilter,
@@ -141,7 +143,9 @@ class V3Reader:
 
     # --- traces ------------------------------------------------------------------------------
 
-    async def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
+    async def list_trace_roots(
+        self, window: TimeWindow, trace_filter: TraceFilter
+    ) -> AsyncGenerator[TraceRoot, None]:
         """Traces with a timestamp in ``window`` that match the filter, oldest first, each once."""
         params: dict[str, QueryValue] = {
             **v3_traces_query(window, trace_filter),
@@ -159,6 +163,21 @@ class V3Reader:
                 if root_matches(root, trace_filter):  # older servers ignore some conditions
                     self._remember(trace_id, trace.get("observations"))
                     yield root
+
+    async def list_roots(
+        self, window: TimeWindow, trace_filter: TraceFilter, *, max_traces: int = 0, known: KnownTraces | None = None
+    ) -> RootListing:
+        """:meth:`list_trace_roots` up to ``max_traces`` (0: no limit), without those ``known`` names.
+        Traces come oldest first here: the listing stops at the first root past ``max_traces`` that starts
+        later than the one before it (the next window starts there)."""
+        roots: list[TraceRoot] = []
+        async with aclosing(self.list_trace_roots(window, trace_filter)) as listed:
+            async for root in listed:
+                if max_traces and len(roots) >= max_traces and root.start_time > roots[-1].start_time:
+                    return RootListing(roots, root.start_time)
+                if known is None or root.trace_id not in known([root]):
+                    roots.append(root)
+        return RootListing(roots, window.end)
 
     def _remember(self, trace_id: str, observation_ids: Any) -> None:
         """Keep the observation ids a listing gave for a trace (the bulk read checks its finds by them)."""
@@ -181,6 +200,8 @@ class V3Reader:
             )
         except LangfuseNotFoundError:
             return TraceRows(trace_id, [])
+        except LangfuseAnswerTooLarge as error:
+            return OversizedTrace(trace_id, [], limit=error.limit, reason=ANSWER_TOO_LARGE)
         root, *observations = v3_trace_rows(answer.body)
         observations = dedupe(observations)
         limit = self._settings.max_rows_per_trace

@@ -29,15 +29,17 @@ from trace_scorer.langfuse.endpoints import (
     OBSERVATIONS_V2,
     Endpoint,
 )
-from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseResponseError
+from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseHTTPError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v4_root_query
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
-from trace_scorer.langfuse.trace_scan import OversizedTrace, TraceScanner, over_cap
+from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, TOO_LARGE_ROW, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
     Dataset,
     Experiment,
     ExperimentItem,
+    KnownTraces,
+    RootListing,
     Row,
     TimeWindow,
     TraceFilter,
@@ -50,6 +52,9 @@ log = structlog.get_logger(__name__)
 
 #: Field groups of root rows: what sources filter and sample on, plus the trace's input/output.
 ROOT_FIELDS = "core,basic,time,io,metadata,trace_context"
+#: A root row too large to read with its input and output: listed without them (its trace's own read
+#: then meets the same row and skips the trace).
+SLIM_ROOT_FIELDS = "core,basic,time,metadata,trace_context"
 #: Field groups of a trace's rows: what extraction reads (tool calls, messages, models).
 BODY_FIELDS = "core,basic,time,io,metadata,model"
 EXPERIMENT_FIELDS = "core,metadata"
@@ -137,7 +142,9 @@ class V4Reader:
                 raise LangfuseResponseError(endpoint=endpoint.label, detail="the same cursor came back twice")
             seen.add(cursor)
 
-    def _observation_pages(self, fields: str, **query: Any) -> AsyncGenerator[list[Row], None]:
+    def _observation_pages(
+        self, fields: str, *, slim_fields: str | None = None, **query: Any
+    ) -> AsyncGenerator[list[Row], None]:
         """Observation pages as plain JSON. Not through the generated client: it parses every page into
         its models (~0.25 ms a row, 25 times the JSON decoding) and the rows handed on are the plain JSON
         anyway; on a busy worker that parsing held the event loop long enough to starve the judges.
@@ -145,20 +152,42 @@ class V4Reader:
 
         A 422 (Langfuse's ClickHouse memory or time limit on a heavy read) halves the page size and asks
         again from the same cursor; the smaller size is kept for later reads (logged). Below
-        :data:`MIN_PAGE_SIZE` the error is raised."""
+        :data:`MIN_PAGE_SIZE` the error is raised.
+
+        An answer over ``max_answer_bytes`` halves the page for the rest of this read, down to one row;
+        one row over it is asked again with ``slim_fields`` (without its input and output): a root row
+        is then listed without them; a body row (no ``slim_fields``) comes with its core fields only,
+        marked :data:`TOO_LARGE_ROW` (its trace is skipped), and the read goes on past it in whole pages."""
         params: dict[str, QueryValue] = {"fields": fields, "expandMetadata": self._expand_metadata}
         for name, value in query.items():
             params[_camel(name)] = serialize_datetime(value) if isinstance(value, datetime) else value
+        limit = self.page_size
 
         async def fetch(cursor: str | None) -> Any:
+            nonlocal limit
             while True:
                 try:
                     answer = await self._transport.plain(
                         OBSERVATIONS_V2,
                         OBSERVATIONS_V2.path,
-                        params={**params, "limit": self.page_size, "cursor": cursor},
+                        params={**params, "limit": min(limit, self.page_size), "cursor": cursor},
                     )
                     return answer.body
+                except LangfuseAnswerTooLarge as error:
+                    if limit > 1:
+                        limit = max(1, min(limit, self.page_size) // 2)
+                        log.warning("langfuse.answer_too_large", endpoint=error.endpoint, page_size=limit)
+                        continue
+                    slim = {**params, "fields": slim_fields or "core", "limit": 1, "cursor": cursor}
+                    log.warning(
+                        "langfuse.answer_too_large", endpoint=error.endpoint, page_size=1, fields=slim["fields"]
+                    )
+                    body = (await self._transport.plain(OBSERVATIONS_V2, OBSERVATIONS_V2.path, params=slim)).body
+                    if slim_fields is None and isinstance(body, Mapping):
+                        for row in body.get("data") or []:
+                            row[TOO_LARGE_ROW] = error.limit
+                    limit = self.page_size  # past that row, whole pages again
+                    return body
                 except LangfuseHTTPError as error:
                     if error.status != 422 or self.page_size <= MIN_PAGE_SIZE:
                         raise
@@ -178,32 +207,54 @@ class V4Reader:
     # --- traces ------------------------------------------------------------------------------
 
     async def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
-        """One root per trace starting in ``window`` and matching the filter, newest first.
+        """One root per trace starting in ``window`` and matching the filter, newest first."""
+        for root in (await self.list_roots(window, trace_filter)).roots:
+            yield root
+
+    async def list_roots(
+        self, window: TimeWindow, trace_filter: TraceFilter, *, max_traces: int = 0, known: KnownTraces | None = None
+    ) -> RootListing:
+        """One root per trace starting in the window and matching the filter, newest first; no more than
+        ``max_traces`` of the earliest, none that ``known`` names.
 
         A trace can have several root rows (several parentless spans, or an app root under a remote
         parent): the earliest (then the smallest id) stands for the trace, whatever the page order.
-        The filter is checked on our side too (:func:`root_matches`)."""
+        The filter is checked on our side too (:func:`root_matches`).
+
+        Rows come newest first, so the earliest ``max_traces`` are known only at the end: whenever more are
+        held, the newest are dropped and the listing's end moves to the earliest start among them (rows
+        still to come are older). Memory stays at ``max_traces`` roots and a page, whatever the window."""
         roots: dict[str, TraceRoot] = {}
+        end = window.end
         deduper = StreamDeduper()
 
         def keep(rows: list[Row]) -> None:
-            for row in rows:
-                root = trace_root_from_row(row)
+            fresh = [root for root in map(trace_root_from_row, rows) if root.start_time < end]
+            done = known(fresh) if known is not None and fresh else ()
+            for root in fresh:
+                if root.trace_id in done:
+                    continue
                 held = roots.get(root.trace_id)
                 if held is None or (root.start_time, root.observation_id) < (held.start_time, held.observation_id):
                     roots[root.trace_id] = root
 
-        async for page in self._observation_pages(ROOT_FIELDS, **v4_root_query(window, trace_filter)):
+        query = v4_root_query(window, trace_filter)
+        pages = self._observation_pages(ROOT_FIELDS, slim_fields=SLIM_ROOT_FIELDS, **query)
+        async for page in pages:
             keep(deduper.push(page))
+            if max_traces and len(roots) > max_traces:
+                end, roots = _earliest(roots, max_traces, window.start, end)
         keep(deduper.flush())
-        for root in sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True):
-            if root_matches(root, trace_filter):
-                yield root
+        if max_traces and len(roots) > max_traces:
+            end, roots = _earliest(roots, max_traces, window.start, end)
+        ordered = sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True)
+        return RootListing([root for root in ordered if root_matches(root, trace_filter)], end)
 
     async def fetch_trace(self, root: TraceRoot) -> TraceRows:
         """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks).
 
-        Reading stops once more rows than ``max_rows_per_trace`` came: an :class:`OversizedTrace`."""
+        Reading stops once more rows than ``max_rows_per_trace`` came, or at one row longer than
+        ``max_answer_bytes``: an :class:`OversizedTrace`."""
         start = root.start_time - self._slack
         end = max(root.end_time or self._clock.now(), root.start_time) + self._slack
         limit = self._settings.max_rows_per_trace
@@ -211,6 +262,8 @@ class V4Reader:
         pages = self._observation_pages(BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end)
         async with aclosing(pages):
             async for page in pages:
+                if cap := next((row[TOO_LARGE_ROW] for row in page if TOO_LARGE_ROW in row), None):
+                    return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=cap, reason=ANSWER_TOO_LARGE)
                 rows.extend(page)
                 if over_cap(len(rows), limit) and over_cap(len(rows := dedupe(rows)), limit):
                     return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
@@ -340,6 +393,17 @@ def _experiment(row: Mapping[str, Any]) -> Experiment:
         description=row.get("description"),
         metadata=_mapping(row.get("metadata")),
     )
+
+
+def _earliest(
+    roots: dict[str, TraceRoot], count: int, start: datetime, end: datetime
+) -> tuple[datetime, dict[str, TraceRoot]]:
+    """The listing's new end and the roots before it: the start of the earliest root beyond the first
+    ``count`` (by start). Never at the window's start (that window could never move on): then all are kept."""
+    cut = sorted(root.start_time for root in roots.values())[count]
+    if cut <= start:
+        return end, roots
+    return cut, {trace_id: root for trace_id, root in roots.items() if root.start_time < cut}
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -10,9 +10,18 @@ remaining traces are split in two halves by start time, and each half is scanned
 narrower window, recursively; a single trace is fetched on its own (``traceId=…``).
 
 A trace with more rows than ``max_rows_per_trace`` (0: no cap) is not held: as soon as the scan (or
-its own fetch) reaches the cap, its rows are dropped, it is handed on as an :class:`OversizedTrace`
-(no rows) and the rest of its rows are skipped as they arrive. Once every trace asked for is handed on,
-the scan stops reading.
+its own fetch) reaches the cap, its rows are dropped and it is handed on as an :class:`OversizedTrace`
+(no rows). Its remaining rows are not read (issue #22: a trace with 100,000 observations made the scan
+page through ~80,000 of them to reach the other traces): the scan stops there, and the traces still
+pending are read around the oversized trace's span (its root's start to end) — those whose own span
+overlaps it one request each (``traceId=…``, with the slack), the others by scans over narrower windows
+whose slack stops at its span. The price: a row of such a neighbour lying outside its own root's span
+and inside the oversized trace's is not read. Once every trace asked for is handed on, the scan stops
+reading.
+
+A row the page source could read only without its input and output (marked :data:`TOO_LARGE_ROW`: alone
+over ``max_answer_bytes``) skips its trace (``answer too large``) and the scan goes on. A source that
+cannot do that raises :class:`LangfuseAnswerTooLarge`: then each trace still pending is read on its own.
 """
 
 from __future__ import annotations
@@ -22,22 +31,30 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge
 from trace_scorer.langfuse.rows import newer, row_start, sort_rows
 from trace_scorer.langfuse.types import Row, TimeWindow, TraceRoot, TraceRows
 
 PageSource = Callable[[TimeWindow], AsyncGenerator[list[Row], None]]
 FetchOne = Callable[[TraceRoot], Awaitable[TraceRows]]
 
-#: The reason an oversized trace is skipped for (the ``reason`` of ``traces_skipped_total``).
+#: The reasons an oversized trace is skipped for (the ``reason`` of ``traces_skipped_total``): more rows than
+#: ``max_rows_per_trace``, or a row that does not fit in an answer of ``max_answer_bytes``.
 TOO_MANY_ROWS = "too many observations"
+ANSWER_TOO_LARGE = "answer too large"
+#: The key a page source adds to a row it could only read without its input and output (the row alone was
+#: over ``max_answer_bytes``): the value is that cap. The row's trace is skipped; reading goes on past it.
+TOO_LARGE_ROW = "_answerTooLarge"
 
 
 @dataclass(frozen=True, slots=True)
 class OversizedTrace(TraceRows):
-    """A trace over the row cap: no rows (none are kept), and how many were read before reading stopped."""
+    """A trace over a cap: no rows (none are kept), how many were read before reading stopped, the cap
+    (rows, or bytes of one answer) and the reason."""
 
     rows_read: int = 0
     limit: int = 0
+    reason: str = TOO_MANY_ROWS
 
 
 def over_cap(rows: int, limit: int) -> bool:
@@ -72,13 +89,37 @@ class TraceScanner:
         end = max(max(r.end_time or self._now(), r.start_time) for r in roots) + self._slack
         return TimeWindow(start, end)
 
+    def core_span(self, root: TraceRoot) -> TimeWindow:
+        """Where a trace's own rows lie: its root's start to its end (no slack; a running trace: to now)."""
+        end = max(root.end_time or self._now(), root.start_time)
+        return TimeWindow(root.start_time, end + timedelta(milliseconds=1))
+
+    def clipped_window(self, roots: Sequence[TraceRoot], excluded: Sequence[TimeWindow]) -> TimeWindow:
+        """:meth:`window_for` the roots, its slack cut where an excluded span begins (the roots' spans lie
+        between excluded ones): an oversized trace's rows are not read again for its neighbours' slack."""
+        window = self.window_for(roots)
+        first = min(r.start_time for r in roots)
+        start = max([window.start, *(e.end for e in excluded if e.end <= first)])
+        end = min([window.end, *(e.start for e in excluded if e.start >= first)])
+        return TimeWindow(start, end) if start < end else window
+
     async def scan(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
         unique = list({r.trace_id: r for r in roots}.values())
         if unique:
-            async for trace in self._scan(unique):
+            async for trace in self._scan(unique, ()):
                 yield trace
 
-    async def _scan(self, roots: list[TraceRoot]) -> AsyncIterator[TraceRows]:
+    async def _scan(self, roots: list[TraceRoot], excluded: tuple[TimeWindow, ...]) -> AsyncIterator[TraceRows]:
+        """Read ``roots``' rows, never over the ``excluded`` spans (those of oversized traces)."""
+        inside, groups = self._around(roots, excluded)
+        for root in inside:
+            yield await self._fetch_one(root)
+        for group in groups:
+            async for trace in self._scan_group(group, excluded):
+                yield trace
+
+    async def _scan_group(self, roots: list[TraceRoot], excluded: tuple[TimeWindow, ...]) -> AsyncIterator[TraceRows]:
+        """One scan of ``roots``' window (which overlaps no excluded span); split or narrowed when needed."""
         if len(roots) == 1:
             yield await self._fetch_one(roots[0])
             return
@@ -86,37 +127,62 @@ class TraceScanner:
         held: dict[str, dict[str, Row]] = {}
         held_rows = 0
         overflow = False
-        async with aclosing(self._pages(self.window_for(roots))) as pages:
-            async for page in pages:
-                for row in page:
-                    trace_id = row.get("traceId")
-                    if trace_id not in pending:
-                        continue
-                    group = held.setdefault(trace_id, {})
-                    key = row["id"]
-                    if key in group:
-                        group[key] = newer(group[key], row)
-                    else:
-                        group[key] = row
-                        held_rows += 1
-                        if over_cap(len(group), self._max_rows_per_trace):
-                            held_rows -= len(held.pop(trace_id))
+        oversized: list[TimeWindow] = []
+        too_large = False
+        try:
+            async with aclosing(self._pages(self.clipped_window(roots, excluded))) as pages:
+                async for page in pages:
+                    for row in page:
+                        trace_id = row.get("traceId")
+                        if trace_id not in pending:
+                            continue
+                        if TOO_LARGE_ROW in row:
+                            held_rows -= len(held.pop(trace_id, {}))
                             del pending[trace_id]  # its further rows are dropped as they arrive
-                            yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
-                self.peak_rows = max(self.peak_rows, held_rows)
-                if page:
-                    oldest = min(row_start(row) for row in page)
-                    done = [t for t, root in pending.items() if root.start_time - self._slack > oldest]
-                    for trace_id in done:
-                        rows = held.pop(trace_id, {})
-                        held_rows -= len(rows)
-                        del pending[trace_id]
-                        yield TraceRows(trace_id, sort_rows(list(rows.values())))
-                if not pending:
-                    break  # every trace asked for is handed on: the rest of the window is not needed
-                if held_rows > self._max_rows:
-                    overflow = True
-                    break
+                            yield OversizedTrace(trace_id, [], limit=row[TOO_LARGE_ROW], reason=ANSWER_TOO_LARGE)
+                            continue
+                        group = held.setdefault(trace_id, {})
+                        key = row["id"]
+                        if key in group:
+                            group[key] = newer(group[key], row)
+                        else:
+                            group[key] = row
+                            held_rows += 1
+                            if over_cap(len(group), self._max_rows_per_trace):
+                                held_rows -= len(held.pop(trace_id))
+                                root = pending.pop(trace_id)  # the rest of this page's rows of it are dropped
+                                oversized.append(self.core_span(root))
+                                yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
+                    self.peak_rows = max(self.peak_rows, held_rows)
+                    if page:
+                        oldest = min(row_start(row) for row in page)
+                        done = [t for t, root in pending.items() if root.start_time - self._slack > oldest]
+                        for trace_id in done:
+                            rows = held.pop(trace_id, {})
+                            held_rows -= len(rows)
+                            del pending[trace_id]
+                            yield TraceRows(trace_id, sort_rows(list(rows.values())))
+                    if not pending:
+                        break  # every trace asked for is handed on: the rest of the window is not needed
+                    if oversized:
+                        break  # the rest of the window holds more of the oversized trace: read around it
+                    if held_rows > self._max_rows:
+                        overflow = True
+                        break
+        except LangfuseAnswerTooLarge:
+            too_large = True
+        if too_large:
+            # A page too large even at one row, not marked (legacy pages): which trace holds that row is
+            # unknown, so each trace not handed on yet is read on its own; only the one holding it is skipped.
+            held.clear()
+            for root in list(pending.values()):
+                yield await self._fetch_one(root)
+            return
+        if oversized and pending:
+            held.clear()
+            async for trace in self._scan(list(pending.values()), (*excluded, *oversized)):
+                yield trace
+            return
         if not overflow:
             for trace_id in list(pending):
                 yield TraceRows(trace_id, sort_rows(list(held.pop(trace_id, {}).values())))
@@ -124,8 +190,25 @@ class TraceScanner:
         held.clear()
         self.splits += 1
         for half in _halves(list(pending.values())):
-            async for trace in self._scan(half):
+            async for trace in self._scan(half, excluded):
                 yield trace
+
+    def _around(
+        self, roots: list[TraceRoot], excluded: tuple[TimeWindow, ...]
+    ) -> tuple[list[TraceRoot], list[list[TraceRoot]]]:
+        """The roots whose own span overlaps an excluded one (each read on its own), and the others in
+        groups lying between the same two excluded spans (each group's window is clipped to them)."""
+        if not excluded:
+            return [], [roots]
+        inside: list[TraceRoot] = []
+        groups: dict[int, list[TraceRoot]] = {}
+        for root in roots:
+            span = self.core_span(root)
+            if any(span.start < e.end and e.start < span.end for e in excluded):
+                inside.append(root)
+            else:
+                groups.setdefault(sum(e.end <= span.start for e in excluded), []).append(root)
+        return inside, [groups[key] for key in sorted(groups, reverse=True)]  # newest first, as rows come
 
 
 def _halves(roots: list[TraceRoot]) -> tuple[list[TraceRoot], list[TraceRoot]]:

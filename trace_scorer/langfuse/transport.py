@@ -15,6 +15,9 @@ like a timeout (status ``timeout``).
 A long request is not a stuck worker: each request sent and each piece of an answer received is reported
 as progress (:mod:`trace_scorer.progress`; liveness hears of it), so a server trickling a large page keeps
 ``/healthz`` passing while the read moves, and only a read that stops moving can fail it.
+
+An answer is read a chunk at a time and stops once longer than ``max_answer_bytes``
+(:class:`LangfuseAnswerTooLarge`): a 150 MB page of observations was read and parsed whole (618 MB peak).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from trace_scorer import progress
 from trace_scorer.langfuse.clock import Clock, ServerTime
 from trace_scorer.langfuse.endpoints import Endpoint
 from trace_scorer.langfuse.errors import (
+    LangfuseAnswerTooLarge,
     LangfuseAuthError,
     LangfuseHTTPError,
     LangfuseNotFoundError,
@@ -95,8 +99,10 @@ class Transport:
         stats: RequestStats,
         clock: Clock,
         deadline: float | None = None,
+        max_answer_bytes: int = 0,
     ) -> None:
-        """``deadline``: seconds one attempt may take in all (None: 3 × the HTTP client's read timeout)."""
+        """``deadline``: seconds one attempt may take in all (None: 3 × the HTTP client's read timeout);
+        ``max_answer_bytes``: longest answer :meth:`plain` reads (0: no limit)."""
         self.base_url = base_url.rstrip("/")
         self._http = http
         self._auth = auth
@@ -110,6 +116,7 @@ class Transport:
         read_timeout = http.timeout.read
         #: Seconds one attempt may take in all, reading the answer included.
         self.deadline_seconds = deadline if deadline is not None else DEADLINE_TIMEOUTS * (read_timeout or 30.0)
+        self.max_answer_bytes = max_answer_bytes
         #: What bounds one attempt by :attr:`deadline_seconds` (``asyncio.timeout``; tests inject their own).
         self.deadline: Deadline = _system_deadline
         hooks = http.event_hooks
@@ -198,14 +205,19 @@ class Transport:
             started = time.perf_counter()
             try:
                 async with self.deadline(self.deadline_seconds):
-                    response = await self._http.request(
-                        endpoint.method,
-                        self.base_url + path,
-                        params=query,
-                        json=body,
-                        auth=self._auth,
-                        headers=self._headers,
+                    request = self._http.build_request(
+                        endpoint.method, self.base_url + path, params=query, json=body, headers=self._headers
                     )
+                    response = await self._http.send(request, auth=self._auth, stream=True)
+                    try:
+                        raw = await self._read_capped(response)
+                    finally:
+                        await response.aclose()
+                        response.stream = httpx.ByteStream(b"")  # the body is in ``raw``: see _release
+            except LangfuseAnswerTooLarge as error:
+                self._stats.count_request(endpoint.label, "too_large", time.perf_counter() - started)
+                progress.moving()  # the server answered: asking again for less is progress too
+                raise LangfuseAnswerTooLarge(endpoint=endpoint.label, limit=error.limit) from None
             except TimeoutError:
                 self._stats.count_request(endpoint.label, "timeout", time.perf_counter() - started)
                 raise self._overdue(endpoint) from None
@@ -221,8 +233,7 @@ class Transport:
                 ) from None
             self._stats.count_request(endpoint.label, str(response.status_code), time.perf_counter() - started)
             self.server_time.observe(response.headers.get("date"))
-            content = _json_or_text(response)
-            _release(response)
+            content = _json_or_text(raw, response.charset_encoding)
             if response.is_success or response.status_code in accept:
                 if isinstance(content, str):
                     raise LangfuseResponseError(
@@ -232,6 +243,22 @@ class Transport:
             raise self._error(endpoint, response.status_code, response.headers, content)
 
         return await self._policy.run(endpoint.label, attempt)
+
+    async def _read_capped(self, response: httpx.Response) -> bytes:
+        """The answer's bytes, or :class:`LangfuseAnswerTooLarge` as soon as they pass the limit (a
+        ``Content-Length`` over it stops before reading anything)."""
+        limit = self.max_answer_bytes
+        declared = response.headers.get("content-length", "")
+        if limit and declared.isdigit() and int(declared) > limit:
+            raise LangfuseAnswerTooLarge(endpoint="", limit=limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if limit and size > limit:
+                raise LangfuseAnswerTooLarge(endpoint="", limit=limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _error(self, endpoint: Endpoint, status: int, headers: Mapping[str, str], body: Any) -> Exception:
         message = error_message(body, status)
@@ -319,11 +346,16 @@ def _release(response: httpx.Response) -> None:
     response.stream = httpx.ByteStream(response.content)
 
 
-def _json_or_text(response: httpx.Response) -> Any:
+def _json_or_text(raw: bytes, encoding: str | None) -> Any:
+    """The answer as JSON, else as text (an HTML 404, a proxy's error page)."""
     try:
-        return response.json()
+        return json.loads(raw)
     except ValueError:
-        return response.text
+        pass
+    try:
+        return raw.decode(encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return raw.decode("utf-8", errors="replace")
 
 
 def _detail(error: Exception) -> str:

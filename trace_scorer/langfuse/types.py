@@ -9,7 +9,7 @@ format, whichever generation the rows came from.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -274,6 +274,20 @@ class DeliveryReport:
         return not self.undelivered and not self.unattributed
 
 
+#: The ids of those of these roots the caller has done with already (a listing does not hold them).
+KnownTraces = Callable[[Sequence["TraceRoot"]], Collection[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class RootListing:
+    """The roots of a window up to ``complete_until``: every matching trace whose root starts in
+    ``[window.start, complete_until)`` is in ``roots`` (but those the caller knew). ``complete_until`` is the
+    window's end unless the listing stopped at its ``max_traces`` (then the next window starts there)."""
+
+    roots: list[TraceRoot]
+    complete_until: datetime
+
+
 class LangfuseReads(Protocol):
     """The reads the sources use; one implementation per API generation."""
 
@@ -283,6 +297,14 @@ class LangfuseReads(Protocol):
 
     def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
         """Traces whose root starts in ``window`` and match the filter, each once, newest first (v4)."""
+        ...
+
+    async def list_roots(
+        self, window: TimeWindow, trace_filter: TraceFilter, *, max_traces: int = 0, known: KnownTraces | None = None
+    ) -> RootListing:
+        """The window's roots as :meth:`list_trace_roots`, but no more than ``max_traces`` (0: no limit) of the
+        earliest, and none of those ``known`` names: a listing holds that many roots at most, whatever the
+        window holds. (A window whose first ``max_traces + 1`` roots start at one instant is listed whole.)"""
         ...
 
     def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:

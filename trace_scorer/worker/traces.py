@@ -29,7 +29,7 @@ import structlog
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
-from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.langfuse import Row, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
@@ -66,6 +66,27 @@ def trace_filter(target: TargetSettings, settings: Settings) -> TraceFilter:
     )
 
 
+#: The reason a trace with one field over ``[langfuse] max_field_chars`` is skipped for.
+FIELD_TOO_LARGE = "field too large"
+#: The fields of an observation row that hold what the agent logged, of any size (metadata values are cut
+#: at 200 characters by Langfuse unless expanded).
+LOGGED_FIELDS = ("input", "output")
+
+
+def too_large_field(rows: Sequence[Row], limit: int) -> str | None:
+    """``"<observation id>.<field>"`` of the first text field longer than ``limit`` (0: no limit), else None.
+    v4 rows carry input and output as raw strings; a parsed value (legacy rows) is bounded by the answer's
+    own cap and not measured (measuring it would mean encoding every row again)."""
+    if limit <= 0:
+        return None
+    for row in rows:
+        for name in LOGGED_FIELDS:
+            value = row.get(name)
+            if isinstance(value, str) and len(value) > limit:
+                return f"{row.get('id')}.{name}"
+    return None
+
+
 def _first_error(tasks: Iterable[asyncio.Task[None]]) -> BaseException | None:
     """The first failed task's error. Every task's exception is retrieved, so asyncio never logs "Task
     exception was never retrieved" when several batches failed at once."""
@@ -92,6 +113,7 @@ class TraceSource(SourceBase):
 
     def prepare(self, settings: Settings) -> None:
         self.filter = trace_filter(self.target, settings)
+        self.max_field_chars = settings.langfuse.max_field_chars
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         now = self.present(now)
@@ -208,22 +230,29 @@ class TraceSource(SourceBase):
         its start (at its start when nothing is read again)."""
         quiet_since = now - timedelta(seconds=self.target.quiet_period)
         give_up_waiting = now - timedelta(seconds=self.target.unfinished_after)
-        hold = window.end
         ready: dict[str, TraceRoot] = {}
         read = TimeWindow(window.start - reread, window.end)
-        roots = []
-        async for root in self.client.reads.list_trace_roots(read, self.filter):
-            self.scorer.progress()
-            roots.append(root)
-        # Behind the window, only what is not scored yet is news (e.g. a long trace that just ended).
-        behind = [r.trace_id for r in roots if r.start_time < window.start]
-        done = {
-            t
-            for t, h in self.state.scored_hashes(self.target.name, behind).items()
-            if h == self.scorer.plan.config_hash
-        }
-        for root in roots:
-            if root.trace_id in ready or root.trace_id in done:
+
+        def done_behind(roots: Sequence[TraceRoot]) -> set[str]:
+            """Behind the window, only what is not scored yet is news (e.g. a long trace that just ended);
+            a failed trace is the retry path's. Neither is held, nor counts towards ``max_window_traces``."""
+            behind = [r.trace_id for r in roots if r.start_time < window.start]
+            if not behind:
+                return set()
+            scored = self.state.scored_hashes(self.target.name, behind)
+            done = {t for t, h in scored.items() if h == self.scorer.plan.config_hash}
+            return done | set(self.state.failed_subjects(self.target.name, behind))
+
+        # Each page read is progress (the transport reports it to the tick's listener), even one with no root.
+        listing = await self.client.reads.list_roots(
+            read, self.filter, max_traces=self.target.max_window_traces, known=done_behind
+        )
+        # Cut by count: the window ends where the listing stopped, and the next one starts there.
+        hold = listing.complete_until
+        if hold < window.end:
+            log.info("window_cut", target=self.target.name, traces=len(listing.roots), until=hold.isoformat())
+        for root in listing.roots:
+            if root.trace_id in ready:
                 continue
             report.seen += 1
             self.scorer.telemetry.traces_seen(self.target.name)
@@ -240,7 +269,8 @@ class TraceSource(SourceBase):
 
     async def score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
-        read, while the rest of the batch is still being read."""
+        read, while the rest of the batch is still being read. Each page read counts as progress (the
+        transport reports it): a scan may read many pages before it hands on a trace."""
         await self.scorer.run(self._work_items(roots, now, report), report, now)
 
     async def _work_items(
@@ -252,7 +282,8 @@ class TraceSource(SourceBase):
         found: set[str] = set()
         #: Traces yielded for scoring or set aside as oversized: the rest of the batch had nothing to read.
         handled: set[str] = set()
-        oversized: list[str] = []
+        #: Traces skipped for their size, by reason.
+        oversized: dict[str, list[str]] = {}
         async for trace in self.client.reads.fetch_traces(roots):
             self.scorer.progress()
             if trace.trace_id in found:
@@ -261,29 +292,40 @@ class TraceSource(SourceBase):
             root = by_id[trace.trace_id]
             if isinstance(trace, OversizedTrace):
                 # Recorded as done below, so logged once: not read again (until the configuration changes).
+                cap = "max_rows_per_trace" if trace.reason == TOO_MANY_ROWS else "max_answer_bytes"
                 log.warning(
                     "trace_skipped",
                     target=self.target.name,
                     trace_id=trace.trace_id,
-                    reason=TOO_MANY_ROWS,
+                    reason=trace.reason,
                     rows_read=trace.rows_read,
-                    max_rows_per_trace=trace.limit,
+                    **{cap: trace.limit},
                 )
-                oversized.append(trace.trace_id)
+                oversized.setdefault(trace.reason, []).append(trace.trace_id)
                 handled.add(trace.trace_id)
                 continue
             if not trace.rows:
+                continue
+            if (field := too_large_field(trace.rows, self.max_field_chars)) is not None:
+                log.warning(
+                    "trace_skipped",
+                    target=self.target.name,
+                    trace_id=trace.trace_id,
+                    reason=FIELD_TOO_LARGE,
+                    field=field,
+                    max_field_chars=self.max_field_chars,
+                )
+                oversized.setdefault(FIELD_TOO_LARGE, []).append(trace.trace_id)
+                handled.add(trace.trace_id)
                 continue
             sample = extract_sample(trace.rows, references=self.target.references, trace_id=trace.trace_id)
             if root.end_time is None:
                 sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
             handled.add(trace.trace_id)
             yield WorkItem(sample, root.start_time, root.environment, json.dumps(root.row, default=str))
-        if oversized:
-            report.skipped[TOO_MANY_ROWS] += len(oversized)
-            self.state.record_scored(
-                self.target.name, oversized, self.scorer.plan.config_hash, now, reason=TOO_MANY_ROWS
-            )
+        for reason, trace_ids in oversized.items():
+            report.skipped[reason] += len(trace_ids)
+            self.state.record_scored(self.target.name, trace_ids, self.scorer.plan.config_hash, now, reason=reason)
         missing = [trace_id for trace_id in by_id if trace_id not in handled]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.

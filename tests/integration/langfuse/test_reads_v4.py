@@ -4,6 +4,7 @@ per-trace fetch), datasets, experiments → items → expected output."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -393,3 +394,64 @@ async def test_observation_pages_are_not_parsed_into_the_packages_models(
     assert first.params.get_list("environment") == ["production", "staging"]
     assert first.params["isRootObservation"] == "true"
     assert datetime.fromisoformat(first.params["fromStartTime"]) == WINDOW.start
+
+
+async def test_the_scan_reads_around_a_trace_over_the_row_cap_instead_of_through_it(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    # Issue #22 item 2: the big trace is the newest and long; once over the cap its other rows are not
+    # read. Traces running beside it are read by id, the older ones by a scan of their own narrower window.
+    older = {f"s{n}": _trace(f"s{n}", 10 + n, 3) for n in range(3)}
+    beside = {f"b{n}": _trace(f"b{n}", 1100 + 100 * n, 2) for n in range(2)}
+    v4.add_rows(*_trace("big", 1000, 500), *[row for rows in [*older.values(), *beside.values()] for row in rows])
+    client = make_client(
+        ApiGeneration.V4, per_trace_fetch_max=0, page_size=50, max_rows_per_trace=120, trace_slack="1s"
+    )
+    roots = await roots_of(client)
+    v4.calls.clear()
+    got = {t.trace_id: t async for t in client.reads.fetch_traces(roots)}
+
+    expected = {**older, **beside}
+    assert {name: [r["id"] for r in got[name].rows] for name in expected} == {
+        name: [r["id"] for r in rows] for name, rows in expected.items()
+    }
+    assert isinstance(got["big"], OversizedTrace)
+    calls = v4.calls_to(*OBS)
+    # 3 pages of the window until the big trace is over the cap, one request per trace beside it, one
+    # page for the older ones: 6 requests, where reading through the big trace took all 11 pages.
+    assert len(calls) == 6
+    assert sorted(t for c in calls if (t := c.request.url.params.get("traceId"))) == ["b0", "b1"]
+
+
+async def test_a_listing_stops_at_max_traces_of_the_earliest_and_ends_where_the_next_starts(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    # Issue #22 item 7: 25 traces, at most 10 held. Rows come newest first, so the earliest are known only
+    # at the end; the listing ends at the first trace beyond them (t10 and t11 start together: both wait).
+    starts = {f"t{n:02d}": 100 + n for n in range(25)}
+    starts["t11"] = starts["t10"]
+    v4.add_rows(*[root(trace, start) for trace, start in starts.items()], *_trace("t03", 103, 2)[1:])
+    client = make_client(ApiGeneration.V4, page_size=4)
+    listing = await client.reads.list_roots(WINDOW, TraceFilter(), max_traces=10)
+    assert sorted(r.trace_id for r in listing.roots) == [f"t{n:02d}" for n in range(10)]
+    assert listing.complete_until == at(110)
+    # The next window starts there and holds the others; nothing is listed twice or left out.
+    rest = await client.reads.list_roots(TimeWindow(at(110), WINDOW.end), TraceFilter(), max_traces=10)
+    assert sorted(r.trace_id for r in rest.roots) == [f"t{n:02d}" for n in range(10, 20)]
+    assert rest.complete_until == at(120)
+    # Roots the caller knows are neither held nor counted.
+    def first_five(roots: Sequence[TraceRoot]) -> set[str]:
+        return {r.trace_id for r in roots if r.start_time < at(105)}
+
+    known = await client.reads.list_roots(WINDOW, TraceFilter(), max_traces=10, known=first_five)
+    assert sorted(r.trace_id for r in known.roots) == [f"t{n:02d}" for n in range(5, 15)]
+    assert known.complete_until == at(115)
+
+
+async def test_a_listing_of_roots_starting_at_one_instant_is_not_cut(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    v4.add_rows(*[root(f"t{n}", 100) for n in range(5)])
+    client = make_client(ApiGeneration.V4, page_size=2)
+    listing = await client.reads.list_roots(TimeWindow(at(100), at(200)), TraceFilter(), max_traces=2)
+    assert len(listing.roots) == 5 and listing.complete_until == at(200)  # a cut there could never move on

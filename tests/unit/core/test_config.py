@@ -107,6 +107,12 @@ def test_secret_never_printed(tmp_path: Path) -> None:
             '[[targets.kpis]]\nname = "k"\nformula = "average"\nweights = {a = 1}\n',
             r"targets\[0\]\.kpis\[0\]\.weights: unknown key",
         ),
+        (
+            '[[targets]]\nname = "a"\nmax_window_traces = -1\n[[targets.metrics]]\nmetric = "rouge"\n',
+            r"targets\[0\]\.max_window_traces: Input should be greater than or equal to 0",
+        ),
+        ("[langfuse]\nmax_answer_bytes = 500\n", r"langfuse: .*max_answer_bytes: 500 is below 10000 bytes"),
+        ("[langfuse]\nmax_field_chars = -1\n", r"langfuse\.max_field_chars: Input should be greater"),
         ("[log\n", r"not valid TOML"),
     ],
 )
