@@ -480,13 +480,24 @@ class Replica:
             failures = 1 if loop.time() - started > 60 else failures + 1
             first, longest = self.restart_backoff
             wait = min(longest, first * 2 ** (failures - 1))
-            reason = f"the queue's worker stopped ({type(error).__name__}: {error}); started again in {wait:g} s"
+            why = _describe(error)
             self.fleet.worker_running = False
-            self.fleet.context.ops.health.database_failed(reason)
-            log.warning("queue_worker_stopped", reason=str(error), error=type(error).__name__, restart_in=wait)
+            health = self.fleet.context.ops.health
+            health.database_failed(f"the queue's worker stopped ({why}); started again in {wait:g} s")
+            log.warning("queue_worker_stopped", reason=why, restart_in=wait)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), wait)
             self.fleet.worker_running = True
+
+
+def _describe(error: BaseException | None) -> str:
+    """An error in one line, with its cause: procrastinate wraps the driver's errors in a multi-line
+    ``ConnectorException("Database error.")``, whose cause says what happened (``PoolTimeout: …``)."""
+    if error is None:
+        return "no error"
+    text = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    cause = error.__cause__
+    return text if cause is None else f"{text} ({type(cause).__name__}: {' '.join(str(cause).split())})"
 
 
 async def _outcome(task: asyncio.Future[Any]) -> BaseException | None:

@@ -26,6 +26,7 @@ from trace_scorer.config.http import HttpSettings
 from trace_scorer.config.state import StateSettings
 from trace_scorer.distributed.fleet import Replica, start_replica
 from trace_scorer.ops import Ops
+from trace_scorer.state import StateError
 
 pytestmark = pytest.mark.slow
 
@@ -140,10 +141,15 @@ async def test_the_probes_answer_while_the_database_is_frozen(
         guard.start()
         try:
             seen = len(logs)
-            await until(
-                lambda: any(e["event"] in ("job_database_failed", "database_check_failed") for e in logs[seen:]),
-                "the outage to be noticed",
-            )
+            # A job in hand reading the state when the database froze (procrastinate starts no new job then:
+            # its own calls are asynchronous and wait).
+            async def reading_state() -> None:
+                async with fleet.fleet._job("agent", "batch"):
+                    fleet.fleet.context.state.watermark("agent")
+
+            in_hand = asyncio.create_task(reading_state())
+            await until(lambda: any(e["event"] == "job_database_failed" for e in logs[seen:]), "the job to fail")
+            assert isinstance((await asyncio.gather(in_hand, return_exceptions=True))[0], StateError)
             ready, body = await probes.ask("/readyz")
             alive, _ = await probes.ask("/healthz")
             assert proxy.frozen, "the probes answered only once the database was back"
