@@ -125,7 +125,8 @@ class Health:
             self._database_reason = detail
 
     def database_failed(self, reason: str) -> None:
-        """The fleet's PostgreSQL (state and queue) did not answer: not ready until it does."""
+        """The state's database did not answer (the fleet's PostgreSQL: state and queue) or took no write
+        (the SQLite file: disk full, read-only): not ready until it does."""
         text = redact_text(reason.strip() or "database check failed")[:MAX_REASON_CHARS]
         with self._lock:
             self._database_ok = False
