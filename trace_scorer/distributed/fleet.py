@@ -16,6 +16,11 @@ workers, locks, retries, stalled-job recovery, graceful shutdown), in the state'
 
 SIGTERM: no new jobs; the batches in hand finish within ``worker.shutdown_grace`` (or go back to the
 queue), and the rest stay queued for the other replicas.
+
+A database outage (restart, fail-over, a frozen server) is ridden out: procrastinate stops its worker when
+one of its loops loses the database, and the replica starts it again with capped exponential back-off
+(:data:`RESTART_BACKOFF`), not ready meanwhile (``/readyz`` says why); a job the outage failed is retried
+by the queue; a state call waits :data:`~trace_scorer.state.postgres.CALL_DEADLINE` seconds at most.
 """
 
 from __future__ import annotations
@@ -28,13 +33,15 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import psycopg
 import structlog
 from procrastinate import App, PsycopgConnector, exceptions
-from procrastinate.jobs import Job
+from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from procrastinate.schema import SchemaManager
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
 from trace_scorer.config.settings import Settings
@@ -49,7 +56,8 @@ from trace_scorer.langfuse import (
 )
 from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.ops import Ops
-from trace_scorer.state import open_state
+from trace_scorer.state import StateError, open_state
+from trace_scorer.state.postgres import CALL_DEADLINE, connection_defaults
 from trace_scorer.worker.batch import LangfuseUnavailable
 from trace_scorer.worker.schedule import ClockWatch
 from trace_scorer.worker.service import (
@@ -70,6 +78,12 @@ SCORE_BATCH = "trace_scorer.score_batch"
 RECOVER_STALLED = "trace_scorer.recover_stalled"
 #: How often the queue is looked at for jobs of replicas that died, and the fleet's gauges refreshed.
 HOUSEKEEPING_CRON = "* * * * * */10"
+
+#: Seconds before procrastinate's worker is started again after it stopped on its own (a database
+#: outage): doubling from the first, capped at the second; back to the first after a minute of work.
+RESTART_BACKOFF = (1.0, 60.0)
+#: Seconds a connection of the pool is waited for (psycopg_pool's default is 30).
+POOL_TIMEOUT = 10.0
 
 #: The advisory lock under which the queue's schema is created ("trsq").
 QUEUE_SCHEMA_LOCK = 0x74727371
@@ -145,6 +159,8 @@ class Fleet:
         self.clock_watch = ClockWatch(context.ops.telemetry, clock)
         #: Targets stopped for good on this replica (a request the server refuses as a whole).
         self.stopped: dict[str, str] = {}
+        #: procrastinate's worker is running (False while it is started again after an outage).
+        self.worker_running = True
         retry = JobRetry()
         self.plan_task = app.task(name=PLAN, retry=retry)(self.plan)
         self.batch_task = app.task(name=SCORE_BATCH, retry=retry)(self.score_batch)
@@ -175,6 +191,7 @@ class Fleet:
 
     async def _plan_window(self, source: TraceSource, report: TickReport) -> None:
         name = source.target.name
+        source.scorer.record_unrecorded()  # what this replica posted but could not record, first
         now = source.present(self.clock())
         window = await self.book.open_window(name)
         if window is not None and window.complete:
@@ -253,6 +270,7 @@ class Fleet:
             report = job.report
             report.window = f"window {window_id} batch {batch_no}"
             roots = [trace_root_from_row(row) for row in batch.rows]
+            source.scorer.record_unrecorded()  # what this replica posted but could not record, first
             state, config_hash = self.context.state, source.scorer.plan.config_hash
             known = state.scored_hashes(target, [r.trace_id for r in roots])
             failed = set() if batch.retry else state.failed_subjects(target, [r.trace_id for r in roots])
@@ -285,6 +303,10 @@ class Fleet:
         except (LangfuseUnavailable, LangfuseError) as exc:
             report_langfuse_trouble(ops.health, self.stopped, target, exc)
             raise  # the queue retries it (JobRetry), or not
+        except (StateError, psycopg.Error) as exc:  # the database away: not ready; the queue retries the job
+            ops.health.database_failed(f"{type(exc).__name__}: {exc}")
+            log.warning("job_database_failed", target=target, job=kind, reason=f"{type(exc).__name__}: {exc}")
+            raise
         finally:
             job.report.count_skipped(ops.telemetry)
             log.info(
@@ -305,13 +327,21 @@ class Fleet:
             try:
                 await manager.retry_job(job)
                 log.warning("stalled_job_retried", job=job.call_string)
+            except exceptions.UniqueViolation:
+                # The same job waits in the queue already (a plan deferred again while this one was stalled,
+                # e.g. by a replica whose database went away): retried, this one would break the queueing
+                # lock; left "doing", its lock would keep the waiting one from ever running. Ended instead.
+                await manager.finish_job(job, status=Status.ABORTED, delete_job=False)
+                log.warning("stalled_job_ended", job=job.call_string, reason="the same job is queued already")
             except exceptions.ProcrastinateException as exc:
                 log.warning("stalled_job_not_retried", job=job.call_string, reason=str(exc))
 
     async def watch_queue(self, stop: asyncio.Event, every: float = 10.0) -> None:
-        """Liveness and the queue's gauges: the database answers, the queue's jobs by target and state."""
+        """Liveness and the queue's gauges: the database answers, the queue's jobs by target and state.
+        A check gets ``every`` seconds to answer (a frozen server never does)."""
         health, telemetry = self.context.ops.health, self.context.ops.telemetry
         while not stop.is_set():
+            health.tick_started("queue", every)  # the loop is alive whether or not the database answers
             try:
                 counts = {
                     (target.name, kind, state): 0
@@ -319,13 +349,15 @@ class Fleet:
                     for kind in _KINDS.values()
                     for state in ("todo", "doing", "failed")
                 }  # every series present, 0 when idle: a dashboard shows an empty queue, not a gap
-                counts.update(await queue_counts(self.pool))
+                async with asyncio.timeout(every):
+                    counts.update(await queue_counts(self.pool))
                 telemetry.queue_jobs(counts)
-                health.database_ok()
-                health.tick_started("queue", every)
+                if self.worker_running:
+                    health.database_ok()
             except Exception as exc:  # reported, never fatal: readiness says the database is down
-                health.database_failed(f"{type(exc).__name__}: {exc}")
-                log.warning("database_check_failed", reason=f"{type(exc).__name__}: {exc}")
+                reason = f"no answer within {every:g} s" if isinstance(exc, TimeoutError) else str(exc)
+                health.database_failed(f"{type(exc).__name__}: {reason}")
+                log.warning("database_check_failed", reason=f"{type(exc).__name__}: {reason}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), every)
 
@@ -354,14 +386,18 @@ async def start_replica(settings: Settings, stack: AsyncExitStack, ops: Ops, sto
         raise ValueError("distributed mode needs [state] url")
     # First the state: a schema newer than this release (or an unusable database) stops here, and the
     # fleet's tables exist before the shared budgets are used.
-    state = open_state(settings.state)
+    state = open_state(settings.state, deadline=CALL_DEADLINE)
     stack.callback(state.close)
     pool = AsyncConnectionPool(
         url,
         min_size=2,
         max_size=settings.worker.jobs + 6,
         open=False,
-        kwargs={"options": f"-c search_path={settings.state.db_schema}"},
+        timeout=POOL_TIMEOUT,
+        kwargs={
+            "options": f"-c search_path={settings.state.db_schema}",
+            **connection_defaults(conninfo_to_dict(url)),
+        },
     )
     await pool.open(wait=True, timeout=30)
     stack.push_async_callback(pool.close)
@@ -402,34 +438,83 @@ class Replica:
 
     fleet: Fleet
     stop: asyncio.Event
+    #: Seconds between the queue's checks (readiness, gauges).
+    check_every: float = 10.0
+    #: (first, longest) wait before procrastinate's worker is started again after it stopped on its own.
+    restart_backoff: tuple[float, float] = RESTART_BACKOFF
 
     async def run(self) -> None:
         """Work until ``stop``; then finish the jobs in hand within the grace time (or hand them back)."""
         settings = self.fleet.context.settings
-        worker = asyncio.ensure_future(
-            self.fleet.app.run_worker_async(
-                concurrency=settings.worker.jobs,
-                install_signal_handlers=False,
-                shutdown_graceful_timeout=settings.worker.shutdown_grace,
-                stalled_worker_timeout=settings.worker.stalled_after,
-                update_heartbeat_interval=max(1.0, settings.worker.stalled_after / 3),
-            )
-        )
-        watcher = asyncio.ensure_future(self.fleet.watch_queue(self.stop))
+        watcher = asyncio.ensure_future(self.fleet.watch_queue(self.stop, self.check_every))
         tune_garbage_collector()
         log.info("worker_started", mode="distributed", targets=[t.name for t in settings.targets])
-        stopped = asyncio.ensure_future(self.stop.wait())
         try:
-            await asyncio.wait({worker, stopped}, return_when=asyncio.FIRST_COMPLETED)
-            if worker.done() and not self.stop.is_set():
-                # procrastinate stops its worker when one of its loops fails (e.g. the database went away
-                # for good): exit non-zero so the supervisor restarts the replica.
-                error = None if worker.cancelled() else worker.exception()
-                raise RuntimeError(f"the queue's worker stopped on its own: {error!r}")
+            await self._work()
         finally:
             self.fleet.context.ops.health.shutting_down()
-            for task in (worker, watcher, stopped):
-                task.cancel()  # procrastinate: no new jobs; the running ones finish within the grace time
-            for task in (worker, watcher, stopped):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _work(self) -> None:
+        """procrastinate's worker until ``stop``, started again whenever it stops on its own: it does when
+        one of its loops loses the database (a restart, a fail-over), and a replica must ride that out
+        rather than exit (every replica of a fleet would exit at once)."""
+        settings = self.fleet.context.settings
+        loop = asyncio.get_running_loop()
+        failures = 0
+        while not self.stop.is_set():
+            started = loop.time()
+            worker = asyncio.ensure_future(
+                self.fleet.app.run_worker_async(
+                    concurrency=settings.worker.jobs,
+                    install_signal_handlers=False,
+                    shutdown_graceful_timeout=settings.worker.shutdown_grace,
+                    stalled_worker_timeout=settings.worker.stalled_after,
+                    update_heartbeat_interval=max(1.0, settings.worker.stalled_after / 3),
+                )
+            )
+            stopped = asyncio.ensure_future(self.stop.wait())
+            try:
+                await asyncio.wait({worker, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (worker, stopped):
+                    task.cancel()  # procrastinate: no new jobs; the running ones finish within the grace time
+                error = await _outcome(worker)
+                await _outcome(stopped)
+            if self.stop.is_set():
+                return
+            failures = 1 if loop.time() - started > 60 else failures + 1
+            first, longest = self.restart_backoff
+            wait = min(longest, first * 2 ** (failures - 1))
+            why = _describe(error)
+            self.fleet.worker_running = False
+            health = self.fleet.context.ops.health
+            health.database_failed(f"the queue's worker stopped ({why}); started again in {wait:g} s")
+            log.warning("queue_worker_stopped", reason=why, restart_in=wait)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), wait)
+            self.fleet.worker_running = True
+
+
+def _describe(error: BaseException | None) -> str:
+    """An error in one line, with its cause: procrastinate wraps the driver's errors in a multi-line
+    ``ConnectorException("Database error.")``, whose cause says what happened (``PoolTimeout: …``)."""
+    if error is None:
+        return "no error"
+    text = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    cause = error.__cause__
+    return text if cause is None else f"{text} ({type(cause).__name__}: {' '.join(str(cause).split())})"
+
+
+async def _outcome(task: asyncio.Future[Any]) -> BaseException | None:
+    """Wait for a finished or cancelled task and retrieve its exception (so asyncio never reports it as
+    "never retrieved"): the exception it ended with, None when it returned or was cancelled."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        return None
+    except Exception as exc:
+        return exc
+    return None

@@ -186,7 +186,8 @@ class Health:
             self._not_ready.pop("database", None)
 
     def database_failed(self, reason: str) -> None:
-        """The fleet's PostgreSQL (state and queue) did not answer: not ready until it does."""
+        """The state's database did not answer (the fleet's PostgreSQL: state and queue) or took no write
+        (the SQLite file: disk full, read-only): not ready until it does."""
         text = _shown(reason, "database check failed")
         with self._lock:
             self._database_ok = False

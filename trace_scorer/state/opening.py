@@ -17,19 +17,20 @@ from trace_scorer.state.store import StateStore
 log = structlog.get_logger(__name__)
 
 
-def _backend(settings: StateSettings, *, dry_run: bool) -> Backend:
+def _backend(settings: StateSettings, *, dry_run: bool, deadline: float | None = None) -> Backend:
     url = settings.postgres_url
     if url is None:
         return SqliteBackend(settings.path, dry_run=dry_run)
     from trace_scorer.state.postgres import PostgresBackend  # deferred: only a configured url loads psycopg
 
-    return PostgresBackend(url, settings.db_schema, dry_run=dry_run)
+    return PostgresBackend(url, settings.db_schema, dry_run=dry_run, deadline=deadline)
 
 
-def open_state(settings: StateSettings) -> StateStore:
+def open_state(settings: StateSettings, *, deadline: float | None = None) -> StateStore:
     """The configured state, brought to the current schema. Raises :class:`StateError` (exit 2) naming
-    the file or ``[state] url`` and the fix when it cannot be used."""
-    store = StateStore(_backend(settings, dry_run=False))
+    the file or ``[state] url`` and the fix when it cannot be used. ``deadline``: on PostgreSQL, seconds a
+    call may wait for the server (the worker's event loop waits meanwhile); None: as long as it takes."""
+    store = StateStore(_backend(settings, dry_run=False, deadline=deadline))
     log.info(
         "state_opened",
         state=store.description,

@@ -17,12 +17,24 @@
   schema, reads the version, applies the missing steps and writes the version — all in one transaction,
   so replicas starting together migrate once (the others wait on the lock, then find the schema current)
   and a failed step leaves nothing half-done (DDL is transactional in PostgreSQL).
+- **Outages**: no call waits for ever. A call the server does not answer within :data:`CALL_DEADLINE`
+  seconds (a frozen server, a network that drops packets: the kernel still acknowledges, so neither TCP
+  keepalives nor the server's ``statement_timeout`` fire) is cut by a watchdog thread that shuts the
+  connection's socket, and fails with a :class:`StateError`; the next call reconnects (``connect_timeout``).
+  The store is synchronous on the worker's event loop, so this bounds how long the loop (and its probes)
+  can wait on the database. The server ends a statement that runs longer (``statement_timeout``), and TCP
+  keepalives find a connection whose peer is gone while it is idle.
 - **Secrets**: the URL may carry a password; messages show it without (:func:`shown_url`) and any text from
   the driver is scrubbed of it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -50,7 +62,19 @@ T = TypeVar("T")
 #: "trsc" in ASCII, so it is recognisable in ``pg_locks`` and unlikely to meet another application's.
 ADVISORY_LOCK_CLASS = 0x74727363
 #: Seconds to wait for a connection when the URL does not say (libpq's default is to wait forever).
-CONNECT_TIMEOUT = 10
+CONNECT_TIMEOUT = 5
+#: Seconds one call of the worker may wait for the server before its connection is cut (the event loop
+#: waits meanwhile).
+CALL_DEADLINE = 5.0
+#: What the connections set when the URL does not: TCP keepalives (a peer gone while the connection is
+#: idle is found in ~1 min, not the kernel's 2 h) and unacknowledged data given up after 30 s.
+TCP_DEFAULTS: dict[str, str | int] = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
 #: How the connections show in ``pg_stat_activity`` when the URL does not name them.
 APPLICATION_NAME = "trace-scorer"
 #: Tries of a transaction that the server rolled back for a deadlock or a serialization failure.
@@ -74,6 +98,17 @@ def scrub(text: str, url: str) -> str:
     return " ".join(redact_text(text).split())
 
 
+def connection_defaults(given: dict[str, Any]) -> dict[str, str | int]:
+    """What a state connection sets that the URL (as ``conninfo_to_dict``) does not: the connect timeout,
+    the application name, TCP keepalives (:data:`TCP_DEFAULTS`)."""
+    defaults: dict[str, str | int] = {
+        "connect_timeout": CONNECT_TIMEOUT,
+        "application_name": APPLICATION_NAME,
+        **TCP_DEFAULTS,
+    }
+    return {k: v for k, v in defaults.items() if k not in given}
+
+
 def shown_url(url: str) -> str:
     """``url`` as it may be printed and logged: the user kept, the password (userinfo or query) dropped."""
     parts = urlsplit(url)
@@ -85,6 +120,57 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
+class _Watchdog:
+    """Cuts a connection whose call overran its deadline: one daemon thread per backend, armed around each
+    call (a lock and a notify, no thread started per call). Shutting the socket down wakes the call, which
+    fails as on a lost connection; psycopg marks the connection broken and the next call reconnects."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: tuple[float, int] | None = None  # (monotonic deadline, socket fd)
+        self._closed = False
+        self.fired = False
+        self._thread = threading.Thread(target=self._watch, name="state-deadline", daemon=True)
+        self._thread.start()
+
+    def arm(self, fd: int, seconds: float) -> None:
+        with self._cond:
+            self._armed = (time.monotonic() + seconds, fd)
+            self.fired = False
+            self._cond.notify()
+
+    def disarm(self) -> bool:
+        """Stop watching; True when the deadline had passed (the connection was cut)."""
+        with self._cond:
+            self._armed = None
+            return self.fired
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._armed is None:
+                    self._cond.wait()
+                    continue
+                deadline, fd = self._armed
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                self._armed = None
+                self.fired = True
+                with contextlib.suppress(OSError):  # the call may have just ended and the socket closed
+                    cut = socket.socket(fileno=os.dup(fd))
+                    try:
+                        cut.shutdown(socket.SHUT_RDWR)
+                    finally:
+                        cut.close()
+
+
 def _placeholders(query: str) -> str:
     """The store's ``?`` placeholders as psycopg's ``%s`` (the store's SQL has no ``?`` or ``%`` else)."""
     return query.replace("?", "%s")
@@ -94,10 +180,13 @@ class PostgresBackend:
     """The state in schema ``schema`` of the PostgreSQL database at ``url``.
 
     ``dry_run``: connect, read the version, run the migration and the write probe, then roll back: the
-    database is left as it was (``trace-scorer check``).
+    database is left as it was (``trace-scorer check``). ``deadline``: seconds a call may wait for the
+    server (the worker: :data:`CALL_DEADLINE`); None waits as long as it takes.
     """
 
-    def __init__(self, url: str, schema: str = "trace_scorer", *, dry_run: bool = False) -> None:
+    def __init__(
+        self, url: str, schema: str = "trace_scorer", *, dry_run: bool = False, deadline: float | None = None
+    ) -> None:
         if not SCHEMA_NAME.match(schema):
             raise ValueError(f"{schema!r} is not a schema name this store uses (lower-case letters, digits, _)")
         self.url = url
@@ -106,14 +195,21 @@ class PostgresBackend:
         self.found_version = 0
         self._version = 0
         self._in_transaction = False
-        self._conn = self._connect()
+        #: Seconds a call may wait for the server (None: no limit, e.g. ``state import``'s long statements).
+        self.deadline = deadline
+        self._watchdog = _Watchdog()
+        try:
+            self._conn = self._connect()
+        except BaseException:
+            self._watchdog.close()
+            raise
         try:
             self._open(dry_run=dry_run)
         except psycopg.Error as exc:
-            self._conn.close()
+            self.close()
             raise self._explain(exc) from None
         except BaseException:
-            self._conn.close()
+            self.close()
             raise
 
     # -- opening ------------------------------------------------------------------------------------
@@ -121,8 +217,7 @@ class PostgresBackend:
     def _connect(self) -> psycopg.Connection[Row]:
         try:
             given = conninfo_to_dict(self.url)
-            defaults: dict[str, str | int] = {"connect_timeout": CONNECT_TIMEOUT, "application_name": APPLICATION_NAME}
-            conninfo = make_conninfo(self.url, **{k: v for k, v in defaults.items() if k not in given})
+            conninfo = make_conninfo(self.url, **connection_defaults(given))
             conn = psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise StateError(
@@ -133,6 +228,8 @@ class PostgresBackend:
             # Unqualified names in the store's SQL are this schema's; the session's times are UTC.
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
             conn.execute("SET TIME ZONE 'UTC'")
+            if self.deadline is not None:  # the server ends what runs longer than a call may wait (lock waits too)
+                conn.execute(f"SET statement_timeout = {round(self.deadline * 1000)}")
         except psycopg.Error as exc:
             conn.close()
             raise self._explain(exc) from None
@@ -141,6 +238,7 @@ class PostgresBackend:
     def _open(self, *, dry_run: bool) -> None:
         conn = self._conn
         with conn.transaction():
+            conn.execute("SET LOCAL statement_timeout = 0")  # replicas starting together wait for one migration
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, self.schema))
             self.found_version = self._read_version()
             if self.found_version > SCHEMA_VERSION:
@@ -212,12 +310,31 @@ class PostgresBackend:
         return self._version
 
     def _connection(self) -> psycopg.Connection[Row]:
-        if self._conn.broken:  # the server went away: the call that found out failed; this one reconnects
+        if self._conn.broken or self._conn.closed:  # the server went away: the call that found out failed
             if self._in_transaction:  # never carry on a transaction's statements on a new connection
                 raise psycopg.OperationalError(f"the connection to {self.description} was lost mid-transaction")
             self._conn.close()
             self._conn = self._connect()
         return self._conn
+
+    def _bounded(self, call: Callable[[psycopg.Connection[Row]], T]) -> T:
+        """``call(connection)`` cut after :attr:`deadline` seconds without an answer (a :class:`StateError`)."""
+        conn = self._connection()
+        if self.deadline is None:
+            return call(conn)
+        self._watchdog.arm(conn.fileno(), self.deadline)
+        try:
+            result = call(conn)
+        except psycopg.OperationalError:
+            if self._watchdog.disarm():
+                raise StateError(
+                    f"{self.description} did not answer within {self.deadline:g} s (a frozen server or a network "
+                    "dropping packets): the connection was cut and the next call reconnects."
+                ) from None
+            raise
+        if self._watchdog.disarm():  # the answer came as the deadline passed: the socket is cut, replace it
+            conn.close()
+        return result
 
     max_members = 10_000  # one array parameter; bounded only to keep one answer's size in check
 
@@ -225,15 +342,19 @@ class PostgresBackend:
         return "= ANY(?)", (list(values),)
 
     def fetch(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
-        return self._connection().execute(_placeholders(query), params).fetchall()
+        return self._bounded(lambda conn: conn.execute(_placeholders(query), params).fetchall())
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> None:
-        self._connection().execute(_placeholders(query), params)
+        self._bounded(lambda conn: conn.execute(_placeholders(query), params))
 
     def execute_many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            with self._connection().cursor() as cursor:
-                cursor.executemany(_placeholders(query), rows)
+
+            def many(conn: psycopg.Connection[Row]) -> None:
+                with conn.cursor() as cursor:
+                    cursor.executemany(_placeholders(query), rows)
+
+            self._bounded(many)
 
     def stream(self, query: str, size: int) -> Iterator[list[Row]]:
         # A server-side cursor (it lives in a transaction): the rows arrive ``size`` at a time.
@@ -253,12 +374,19 @@ class PostgresBackend:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self._connection().transaction():
-            self._in_transaction = True
-            try:
-                yield
-            finally:
-                self._in_transaction = False
+        # BEGIN and COMMIT sent as statements (the connection is in autocommit), each under the deadline.
+        self._bounded(lambda conn: conn.execute("BEGIN"))
+        self._in_transaction = True
+        try:
+            yield
+        except BaseException:
+            self._in_transaction = False
+            if not (self._conn.broken or self._conn.closed):
+                with contextlib.suppress(psycopg.Error, StateError):  # the error in hand is the one to report
+                    self._bounded(lambda conn: conn.execute("ROLLBACK"))
+            raise
+        self._in_transaction = False
+        self._bounded(lambda conn: conn.execute("COMMIT"))
 
     def retrying(self, work: Callable[[], T]) -> T:
         # The waits (tens of milliseconds, rare) block the caller's thread, as every call of the store does.
@@ -278,7 +406,7 @@ class PostgresBackend:
         raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
 
     def lock_tables(self, names: Sequence[str]) -> None:
-        self._connection().execute(
+        self._connection().execute(  # waits for the other writers as long as they take (state import)
             sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(sql.SQL(", ").join(map(sql.Identifier, names)))
         )
 
@@ -293,4 +421,5 @@ class PostgresBackend:
         return raw.astimezone(UTC)
 
     def close(self) -> None:
+        self._watchdog.close()
         self._conn.close()

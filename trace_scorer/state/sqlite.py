@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -60,7 +61,7 @@ class _FileLock:
     def acquire(cls, state: Path) -> _FileLock:
         path = state.with_name(state.name + ".lock")
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise _not_writable(state, f"cannot open {path.name}: {exc.strerror or exc}") from exc
         try:
@@ -87,6 +88,18 @@ class _FileLock:
             self._fd = None
 
 
+def _create_private(path: Path) -> None:
+    """A new state file readable by its owner only (0600): it names every trace scored. SQLite gives its
+    ``-wal`` and ``-shm`` files the database file's mode, so they are private too. An existing file keeps
+    the mode its operator gave it."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise _not_writable(path, exc.strerror or str(exc)) from exc
+
+
 def _not_writable(path: Path, detail: str) -> StateError:
     return StateError(
         f"cannot write the state file {path} ({detail}): the worker must be able to write it and create files "
@@ -109,6 +122,25 @@ def _explain(path: Path, exc: sqlite3.Error) -> StateError:
             f"holding {path.parent}, then start again."
         )
     return StateError(f"cannot open the state file {path} ({detail}).")
+
+
+def _failed_at_work(path: Path, exc: sqlite3.Error) -> StateError:
+    """An SQLite error of a running worker (disk full, file made read-only, I/O error) as what the user can
+    do: the worker keeps what it posted and writes it once the state takes writes again."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    detail = f"{getattr(exc, 'sqlite_errorname', None) or type(exc).__name__}: {exc}"
+    if code == sqlite3.SQLITE_FULL:
+        fix = f"the disk is full: free space on the file system holding {path.parent}"
+    elif code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
+        fix = f"the worker may no longer write it: fix the permissions of {path} and {path.parent}"
+    elif code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return _explain(path, exc)
+    else:
+        fix = f"check the file system holding {path.parent}"
+    return StateError(
+        f"cannot write the state file {path} ({detail}): {fix}. Nothing more is posted for the target until "
+        "the write succeeds; the worker tries it again every tick."
+    )
 
 
 class SqliteBackend:
@@ -136,6 +168,7 @@ class SqliteBackend:
         self._lock = _FileLock.acquire(self.path)
         try:
             self._refuse_empty()
+            _create_private(self.path)
             self._db = _connect(str(path))
             try:
                 self._check()
@@ -236,14 +269,25 @@ class SqliteBackend:
     def member_of(self, values: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
         return f"IN ({','.join('?' * len(values))})", tuple(values)
 
+    @contextmanager
+    def _at_work(self) -> Iterator[None]:
+        """A failing statement raises a :class:`StateError` naming the file and the fix, not sqlite3's."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _failed_at_work(self.path, exc) from exc
+
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        return self._db.execute(sql, params).fetchall()
+        with self._at_work():
+            return self._db.execute(sql, params).fetchall()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._db.execute(sql, params)
+        with self._at_work():
+            self._db.execute(sql, params)
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._db.executemany(sql, rows)
+        with self._at_work():
+            self._db.executemany(sql, rows)
 
     def stream(self, sql: str, size: int) -> Iterator[list[Row]]:
         cursor = self._db.execute(sql)
@@ -259,14 +303,18 @@ class SqliteBackend:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")  # the write lock up front: no reader-turned-writer deadlock
+        with self._at_work():
+            self._db.execute("BEGIN IMMEDIATE")  # the write lock up front: no reader-turned-writer deadlock
         try:
             yield
+            with self._at_work():
+                self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # SQLite rolls some failures back itself (a full disk, an I/O error): only what is left open.
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):  # the error in hand is the one to report
+                    self._db.execute("ROLLBACK")
             raise
-        else:
-            self._db.execute("COMMIT")
 
     def retrying(self, work: Callable[[], T]) -> T:
         return work()  # one process, one connection: writers never conflict

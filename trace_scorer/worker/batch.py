@@ -6,7 +6,10 @@ The rules that keep scores neither lost nor duplicated:
 - a trace whose scores are not known to have arrived stays out of the ledger and the caller does not move
   its watermark; posting again later overwrites (same ids, same timestamps);
 - a trace with a failed metric (e.g. every judge model down) keeps the scores that succeeded and gets a
-  next-try time with exponential back-off, until ``max_tries``; its failure never holds the watermark.
+  next-try time with exponential back-off, until ``max_tries``; its failure never holds the watermark;
+- a chunk Langfuse answered for but the state could not record (disk full, database away: a
+  :class:`StateError`) is kept in memory and written before anything else is posted for the target, so
+  a failing state stops the target instead of posting the same window again every tick.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from trace_scorer.pipeline import Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.sample import Sample
-from trace_scorer.state import StateStore
+from trace_scorer.state import StateError, StateStore
 from trace_scorer.worker.scores import scores_to_post
 from trace_scorer.worker.tick import TickReport
 
@@ -155,6 +158,16 @@ class BatchScorer:
         self.clock: Callable[[], float] = time.monotonic
         #: (score name, reason) of rejections already logged at error level.
         self._reported: set[tuple[str, str]] = set()
+        #: Ledger writes of chunks Langfuse answered for that the state refused, oldest first.
+        self._unrecorded: list[Callable[[], None]] = []
+
+    def record_unrecorded(self) -> None:
+        """Write what was posted but not recorded, before anything new is posted for the target (each write
+        in its own transaction, oldest first). Raises :class:`StateError` while the state refuses it."""
+        while self._unrecorded:
+            self.state.run_in_transaction(self._unrecorded[0])
+            self._unrecorded.pop(0)
+            log.info("state_write_recovered", target=self.target.name, left=len(self._unrecorded))
 
     def progress(self) -> None:
         """The tick is moving (a trace listed, fetched or scored, a batch posted): liveness must know,
@@ -245,6 +258,7 @@ class BatchScorer:
         on_settled: Callable[[Sequence[SampleResult]], None] | None,
     ) -> None:
         """Post one chunk's scores and record the traces whose scores all have a final answer."""
+        self.record_unrecorded()
         delivery = await self.client.post_scores(posts) if posts else DeliveryReport()
         self.progress()
         self.count_delivery(delivery, report)
@@ -253,27 +267,39 @@ class BatchScorer:
         unsettled |= {s.subject.trace_id for batch in delivery.unattributed for s in batch.scores}
         settled: list[SampleResult] = []
         done: list[str] = []
-        with self.state.transaction():
-            for item, result in chunk:
-                if item.trace_id in unsettled:
-                    continue
-                settled.append(result)
-                self.telemetry.metric_outcomes(self.target.name, result.outcomes)
-                failures = result.reasons(Failed)
-                if failures:
-                    self._record_failure(item, failures, report, now)
-                else:
-                    done.append(item.trace_id)
-                    report.scored += 1
-                    self.telemetry.traces_scored(self.target.name)
-                    self.telemetry.trace_scored_at(self.target.name, item.timestamp)
-                for note in result.sample.notes:
-                    log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note)
-                if all(isinstance(o, Skipped) for o in result.outcomes.values()) and result.outcomes:
-                    report.skipped["nothing to score"] += 1
+        failed: list[tuple[WorkItem, dict[str, str]]] = []
+        for item, result in chunk:
+            if item.trace_id in unsettled:
+                continue
+            settled.append(result)
+            self.telemetry.metric_outcomes(self.target.name, result.outcomes)
+            failures = result.reasons(Failed)
+            if failures:
+                failed.append((item, failures))
+                report.failed += 1
+                self.telemetry.traces_failed(self.target.name)
+            else:
+                done.append(item.trace_id)
+                report.scored += 1
+                self.telemetry.traces_scored(self.target.name)
+                self.telemetry.trace_scored_at(self.target.name, item.timestamp)
+            for note in result.sample.notes:
+                log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note)
+            if all(isinstance(o, Skipped) for o in result.outcomes.values()) and result.outcomes:
+                report.skipped["nothing to score"] += 1
+
+        def record() -> None:  # one transaction; run again whole if the state refused it
+            for item, failures in failed:
+                self._record_failure(item, failures, report, now)
             self.state.record_scored(self.target.name, done, self.plan.config_hash, now)
             if on_settled is not None and settled:
                 on_settled(settled)
+
+        try:
+            self.state.run_in_transaction(record)
+        except StateError:
+            self._unrecorded.append(record)
+            raise
         if not delivery.complete:
             raise LangfuseUnavailable(unsettled_reason(delivery))
 
@@ -284,8 +310,6 @@ class BatchScorer:
         next_try = None if give_up else now + timedelta(seconds=self.target.retry_after * 2 ** (tries - 1))
         error = "; ".join(f"{name}: {reason}" for name, reason in sorted(failures.items()))
         self.state.record_failure(self.target.name, item.trace_id, error, next_try, item.payload)
-        report.failed += 1
-        self.telemetry.traces_failed(self.target.name)
         if give_up:
             report.gave_up += 1
             log.error("trace_given_up", target=self.target.name, trace_id=item.trace_id, tries=tries, error=error)

@@ -79,6 +79,7 @@ class DatasetRunSource(SourceBase):
     async def tick(self, now: datetime, stop: asyncio.Event, since: datetime | None = None) -> TickReport:
         now = self.present(now)
         report = TickReport(self.target.name)
+        self.scorer.record_unrecorded()  # what was posted but not recorded first: its traces are done
         since = since or now - timedelta(seconds=self.target.effective_lookback)
         report.window = f"experiments since {since.isoformat()}"
         # Runs seen that changed within lookback stay followed: a v3 run is listed by creation only.

@@ -39,7 +39,7 @@ from trace_scorer.ops.health import Health
 from trace_scorer.pipeline import Pipeline
 from trace_scorer.plan import TargetPlan, build_plans
 from trace_scorer.resources import open_resources
-from trace_scorer.state import StateStore, open_state
+from trace_scorer.state import StateError, StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.schedule import ClockWatch, Wait, every, wait_or_stop
@@ -242,6 +242,8 @@ class Worker:
         self._running: set[asyncio.Task[None]] = set()
         #: Targets stopped for good (a request the server refuses as a whole), with the reason.
         self.stopped: dict[str, str] = {}
+        #: Targets whose last tick the state refused to record (not ready until each records again).
+        self._state_failed: set[str] = set()
 
     async def tick(self, source: Source) -> None:
         """One tick of one target: logged as one event, never raising into the scheduler."""
@@ -261,9 +263,20 @@ class Worker:
             async with self.context.ops.tick(target.name, target.interval):
                 report = await source.tick(self.clock(), self.stop)
             self.context.ops.health.langfuse_ok()
+            if target.name in self._state_failed:
+                self._state_failed.discard(target.name)
+                if not self._state_failed:
+                    self.context.ops.health.database_ok("state writable")
         except (LangfuseUnavailable, LangfuseError) as exc:
             ok = False
             report_langfuse_trouble(self.context.ops.health, self.stopped, target.name, exc)
+        except StateError as exc:
+            # Disk full, file made read-only: what was posted waits in memory (BatchScorer), nothing new is
+            # posted for the target, and every tick tries the write again. Not ready meanwhile.
+            ok = False
+            self._state_failed.add(target.name)
+            self.context.ops.health.database_failed(str(exc))
+            log.error("state_write_failed", target=target.name, reason=str(exc))
         except Exception:
             ok = False
             log.exception("tick_error", target=target.name)
