@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,6 +69,17 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="verify configuration, Langfuse reachability and credentials")
     check.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
+
+    metrics = commands.add_parser("metrics", help="list every registered metric: the inputs it needs, its options")
+    metrics.add_argument("--json", action="store_true", help="one JSON object per metric instead of tables")
+
+    init = commands.add_parser(
+        "init", help="write a commented settings file (with Langfuse credentials: proposed from recent traces)"
+    )
+    init.add_argument("--config", type=Path, default=Path("settings.toml"), help="the file to write (settings.toml)")
+    init.add_argument("--force", action="store_true", help="replace an existing file")
+    init.add_argument("--hours", type=float, default=24.0, help="how far back to look at traces (24)")
+    init.add_argument("--traces", type=_jobs, default=50, metavar="N", help="newest traces looked at (50)")
 
     state = commands.add_parser("state", help="the worker's state: migrate it, import an SQLite state")
     state_commands = state.add_subparsers(dest="state_command", required=True)
@@ -308,6 +319,41 @@ def _run_state(args: argparse.Namespace) -> int:
     return run_import(settings.state, args.sqlite_file, replace=args.force)
 
 
+def _run_metrics(args: argparse.Namespace) -> int:
+    """``metrics``: the registry's metrics (built-in and plug-ins), from their classes."""
+    from trace_scorer.catalog import catalog, print_catalog
+    from trace_scorer.metrics.registry import default_registry
+
+    print_catalog(catalog(default_registry()), as_json=args.json)
+    return EXIT_OK
+
+
+def _run_init(args: argparse.Namespace) -> int:
+    """``init``: a commented settings file; with Langfuse credentials, its target proposed from recent traces."""
+    import asyncio
+    import os
+
+    from trace_scorer.catalog import catalog
+    from trace_scorer.config import load_settings
+    from trace_scorer.metrics.registry import default_registry
+    from trace_scorer.starter import Survey, recent_samples, render, write_settings
+
+    if args.config.exists() and not args.force:  # before reading anything from Langfuse
+        raise UserError(f"{args.config} exists: not overwritten (--force replaces it)")
+    settings = load_settings(Path(os.devnull))  # the environment only: the file is what is being written
+    survey = None
+    if settings.langfuse.public_key and settings.langfuse.secret_key is not None:
+        samples = asyncio.run(recent_samples(settings, datetime.now(UTC), args.hours, args.traces))
+        survey = Survey.of(samples, args.hours)
+        print(f"trace-scorer: read {len(samples)} recent traces from {settings.langfuse.base_url}", file=sys.stderr)
+    else:
+        print("trace-scorer: no Langfuse credentials (LANGFUSE_PUBLIC_KEY/SECRET_KEY): a template", file=sys.stderr)
+    text = render(catalog(default_registry()), survey, settings.langfuse.base_url)
+    write_settings(args.config, text, force=args.force)
+    print(f"trace-scorer: wrote {args.config}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _worker_settings(args: argparse.Namespace) -> Settings:
     from trace_scorer.config import ConfigError, load_settings
     from trace_scorer.logs import configure_logging
@@ -359,6 +405,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_check(_worker_settings(args), table_console()))
         if args.command == "state":
             return _run_state(args)
+        if args.command == "metrics":
+            return _run_metrics(args)
+        if args.command == "init":
+            return _run_init(args)
     except UserError as exc:
         print(f"trace-scorer: {exc.heading}{exc}", file=sys.stderr)
         return EXIT_CONFIG
