@@ -72,6 +72,11 @@ def _why_off(info: MetricInfo) -> str:
 def _survey_lines(survey: Survey) -> list[str]:
     lines = [f"# Proposed from the {survey.traces} newest traces of the last {survey.hours:g} h. Fields they have:"]
     lines += [f"#   {name:22s} {survey.fields[name]} of {survey.traces}" for name in FIELDS]
+    if not any(survey.fields[name] for name in FIELDS if name.startswith(("expected", "reference"))):
+        lines.append(
+            "# No reference (expected answer, expected calls, topics): production traces carry none unless your "
+            "agent\n# logs them; [targets.references] says where to read them (docs/formats.md, \"References\")."
+        )
     if survey.unknown_format:
         lines.append(
             f"# {survey.unknown_format} of them hold messages in a format trace-scorer does not read (docs/formats.md)."
