@@ -79,7 +79,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     init.add_argument("--config", type=Path, default=Path("settings.toml"), help="the file to write (settings.toml)")
     init.add_argument("--force", action="store_true", help="replace an existing file")
     init.add_argument("--hours", type=float, default=24.0, help="how far back to look at traces (24)")
-    init.add_argument("--traces", type=_jobs, default=50, metavar="N", help="newest traces looked at (50)")
+    init.add_argument("--traces", type=_traces, default=50, metavar="N", help="newest traces looked at (50)")
 
     state = commands.add_parser("state", help="the worker's state: migrate it, import an SQLite state")
     state_commands = state.add_subparsers(dest="state_command", required=True)
@@ -125,6 +125,12 @@ def _jobs(text: str) -> int:
     if jobs < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
     return jobs
+
+
+def _traces(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of traces (1 or more)")
+    return int(text)
 
 
 def _choose_target(settings: Settings, name: str | None) -> tuple[int, TargetSettings] | None:
