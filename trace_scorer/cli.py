@@ -7,41 +7,25 @@ Exit codes: 0 finished (even with skipped samples), 1 nothing could be read, 2 c
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-from trace_scorer import __version__
-from trace_scorer.compare.command import ScoredFiles, add_compare_arguments, run_compare
-from trace_scorer.config import ConfigError, Settings, TargetSettings, load_settings
 from trace_scorer.errors import UserError
-from trace_scorer.inputs import load_inputs
-from trace_scorer.logs import configure_logging
-from trace_scorer.metrics.registry import MetricRegistry, default_registry
-from trace_scorer.offline import (
-    check_resources,
-    computes_locally,
-    default_jobs,
-    default_target,
-    score_files,
-    score_groups,
-)
-from trace_scorer.offline import group_key as _group_key  # noqa: F401 - its name here since before offline.py
-from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
-from trace_scorer.plan import TargetPlan, build_plan
-from trace_scorer.report import print_report, table_console
-from trace_scorer.resources import open_resources
-from trace_scorer.sample import Sample
-from trace_scorer.state.commands import run_import, run_migrate
-from trace_scorer.times import parse_timestamp
-from trace_scorer.worker.commands import run_backfill, run_check
-from trace_scorer.worker.service import run_worker
+
+if TYPE_CHECKING:
+    from trace_scorer.compare.command import ScoredFiles
+    from trace_scorer.config import Settings, TargetSettings
+    from trace_scorer.metrics.registry import MetricRegistry
+    from trace_scorer.pipeline import GroupResult, SampleResult
+    from trace_scorer.plan import TargetPlan
+    from trace_scorer.sample import Sample
+
+# Each command imports its modules when it runs (issue 23): `--help` and `score` of a tool-call target
+# load neither the worker, Langfuse's SDK, the judges (openai) nor compare's statistics (numpy, scipy);
+# tests/unit/core/test_cli_imports.py holds it, bench/bench_startup.py measures it.
 
 EXIT_OK, EXIT_NOTHING_READ, EXIT_CONFIG = 0, 1, 2
 #: Show a progress bar from this many samples on (and only when stderr is a terminal).
@@ -50,9 +34,9 @@ PROGRESS_FROM = 200
 REMOTE_CONCURRENCY = 32
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trace-scorer", description="Score AI-agent traces (Langfuse).")
-    parser.add_argument("--version", action="version", version=f"trace-scorer {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     score = commands.add_parser("score", help="score sample files or exported traces offline")
@@ -78,10 +62,24 @@ def _parser() -> argparse.ArgumentParser:
     backfill.add_argument("--to", dest="end", type=_datetime, help="end (default: now)")
 
     compare = commands.add_parser("compare", help="compare runs: is the candidate better than the baseline?")
-    add_compare_arguments(compare, _datetime)
+    if "compare" in argv:  # its arguments' module loads numpy: only when the command line may be compare's
+        from trace_scorer.compare.command import add_compare_arguments
+
+        add_compare_arguments(compare, _datetime)
 
     check = commands.add_parser("check", help="verify configuration, Langfuse reachability and credentials")
     check.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
+
+    metrics = commands.add_parser("metrics", help="list every registered metric: the inputs it needs, its options")
+    metrics.add_argument("--json", action="store_true", help="one JSON object per metric instead of tables")
+
+    init = commands.add_parser(
+        "init", help="write a commented settings file (with Langfuse credentials: proposed from recent traces)"
+    )
+    init.add_argument("--config", type=Path, default=Path("settings.toml"), help="the file to write (settings.toml)")
+    init.add_argument("--force", action="store_true", help="replace an existing file")
+    init.add_argument("--hours", type=float, default=24.0, help="how far back to look at traces (24)")
+    init.add_argument("--traces", type=_traces, default=50, metavar="N", help="newest traces looked at (50)")
 
     state = commands.add_parser("state", help="the worker's state: migrate it, import an SQLite state")
     state_commands = state.add_subparsers(dest="state_command", required=True)
@@ -98,8 +96,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when asked (importlib.metadata costs start-up time)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> None:
+        from trace_scorer import __version__
+
+        print(f"trace-scorer {__version__}")
+        parser.exit()
+
+
 def _datetime(text: str) -> datetime:
     """ISO dates or times; without a zone they are UTC."""
+    from trace_scorer.times import parse_timestamp
+
     try:
         return parse_timestamp(text)
     except ValueError:
@@ -117,7 +127,15 @@ def _jobs(text: str) -> int:
     return jobs
 
 
+def _traces(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of traces (1 or more)")
+    return int(text)
+
+
 def _choose_target(settings: Settings, name: str | None) -> tuple[int, TargetSettings] | None:
+    from trace_scorer.config import ConfigError
+
     if name is not None:
         target = settings.target(name)
         return settings.targets.index(target), target
@@ -134,6 +152,17 @@ async def _score(
 ) -> tuple[TargetPlan, list[SampleResult], list[GroupResult]]:
     """Build the judge, the embedder and the plan, score every sample, then the groups; the judge and the
     embedder are closed in this loop."""
+    from contextlib import AsyncExitStack
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from trace_scorer.metrics.registry import default_registry
+    from trace_scorer.offline import score_groups
+    from trace_scorer.pipeline import Pipeline
+    from trace_scorer.plan import build_plan
+    from trace_scorer.resources import open_resources
+
     stack = AsyncExitStack()
     try:
         resources = open_resources(settings, stack, tracing_default=False)
@@ -160,7 +189,37 @@ async def _score(
         await stack.aclose()
 
 
+def _files_settings(config: Path | None, paths: Sequence[Path]) -> Path | None:
+    """The settings file of ``score``/``compare`` on files, said on stderr (also with ``--json``).
+
+    ``--config`` wins; else a single PATH that is a folder holding a settings.toml uses it (an example
+    folder carries the settings it is scored with); else ./settings.toml when present; else none.
+    """
+    from trace_scorer.config.settings import DEFAULT_CONFIG_FILE
+
+    if config is None and len(paths) == 1 and (paths[0] / DEFAULT_CONFIG_FILE.name).is_file():
+        config = paths[0] / DEFAULT_CONFIG_FILE.name
+        print(f"trace-scorer: settings: {config} (the folder's own; --config FILE for another)", file=sys.stderr)
+    elif config is None and DEFAULT_CONFIG_FILE.is_file():
+        config = DEFAULT_CONFIG_FILE
+        print(f"trace-scorer: settings: ./{config}", file=sys.stderr)
+    elif config is None:
+        print("trace-scorer: settings: none (every deterministic metric with its inputs)", file=sys.stderr)
+    else:
+        print(f"trace-scorer: settings: {config}", file=sys.stderr)
+    return config
+
+
 def run_score(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from trace_scorer.config import load_settings
+    from trace_scorer.inputs import load_inputs
+    from trace_scorer.logs import configure_logging
+    from trace_scorer.metrics.registry import default_registry
+    from trace_scorer.offline import computes_locally
+    from trace_scorer.report import print_report
+
     settings = load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
     registry = default_registry()
@@ -198,6 +257,9 @@ def _score_locally(
     args: argparse.Namespace, settings: Settings, chosen: tuple[int, TargetSettings] | None, registry: MetricRegistry
 ) -> int:
     """``score`` for a target computed on this machine: read and scored a part at a time, ``--jobs`` processes."""
+    from trace_scorer.offline import check_resources, default_jobs, score_files
+    from trace_scorer.report import print_report
+
     index, target = chosen if chosen else (0, None)
     check_resources(settings)
     try:
@@ -226,6 +288,13 @@ def _score_locally(
 
 def _score_files(settings: Settings, target_name: str | None, paths: Sequence[Path]) -> ScoredFiles:
     """``score``'s reading and scoring, for ``compare``: the plan used and every sample's results."""
+    import asyncio
+
+    from trace_scorer.compare.command import ScoredFiles
+    from trace_scorer.inputs import load_inputs
+    from trace_scorer.metrics.registry import default_registry
+    from trace_scorer.offline import default_target
+
     chosen = _choose_target(settings, target_name)
     loaded = load_inputs(paths, references=chosen[1].references if chosen else None)
     if not loaded.samples:
@@ -238,6 +307,10 @@ def _score_files(settings: Settings, target_name: str | None, paths: Sequence[Pa
 
 def _run_state(args: argparse.Namespace) -> int:
     """``state migrate`` / ``state import``: only ``[state]`` (and logging) of the settings matter."""
+    from trace_scorer.config import load_settings
+    from trace_scorer.logs import configure_logging
+    from trace_scorer.state.commands import run_import, run_migrate
+
     settings = load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
     if args.state_command == "migrate":
@@ -252,7 +325,45 @@ def _run_state(args: argparse.Namespace) -> int:
     return run_import(settings.state, args.sqlite_file, replace=args.force)
 
 
+def _run_metrics(args: argparse.Namespace) -> int:
+    """``metrics``: the registry's metrics (built-in and plug-ins), from their classes."""
+    from trace_scorer.catalog import catalog, print_catalog
+    from trace_scorer.metrics.registry import default_registry
+
+    print_catalog(catalog(default_registry()), as_json=args.json)
+    return EXIT_OK
+
+
+def _run_init(args: argparse.Namespace) -> int:
+    """``init``: a commented settings file; with Langfuse credentials, its target proposed from recent traces."""
+    import asyncio
+    import os
+
+    from trace_scorer.catalog import catalog
+    from trace_scorer.config import load_settings
+    from trace_scorer.metrics.registry import default_registry
+    from trace_scorer.starter import Survey, recent_samples, render, write_settings
+
+    if args.config.exists() and not args.force:  # before reading anything from Langfuse
+        raise UserError(f"{args.config} exists: not overwritten (--force replaces it)")
+    settings = load_settings(Path(os.devnull))  # the environment only: the file is what is being written
+    survey = None
+    if settings.langfuse.public_key and settings.langfuse.secret_key is not None:
+        samples = asyncio.run(recent_samples(settings, datetime.now(UTC), args.hours, args.traces))
+        survey = Survey.of(samples, args.hours)
+        print(f"trace-scorer: read {len(samples)} recent traces from {settings.langfuse.base_url}", file=sys.stderr)
+    else:
+        print("trace-scorer: no Langfuse credentials (LANGFUSE_PUBLIC_KEY/SECRET_KEY): a template", file=sys.stderr)
+    text = render(catalog(default_registry()), survey, settings.langfuse.base_url)
+    write_settings(args.config, text, force=args.force)
+    print(f"trace-scorer: wrote {args.config}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _worker_settings(args: argparse.Namespace) -> Settings:
+    from trace_scorer.config import ConfigError, load_settings
+    from trace_scorer.logs import configure_logging
+
     settings = load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
     if not settings.targets:
@@ -262,6 +373,10 @@ def _worker_settings(args: argparse.Namespace) -> Settings:
 
 def _run(settings: Settings) -> int:
     """``run``: the single worker, or — with ``[state] url`` — one replica of a fleet sharing the work."""
+    import asyncio
+
+    from trace_scorer.worker.service import run_worker
+
     if settings.state.postgres_url is None:
         return asyncio.run(run_worker(settings))
     from trace_scorer.distributed.fleet import start_replica  # loads procrastinate only when used
@@ -270,20 +385,36 @@ def _run(settings: Settings) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    import asyncio
+
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(argv).parse_args(argv)
     try:
+        if args.command in ("score", "compare"):
+            args.config = _files_settings(args.config, args.paths)
         if args.command == "score":
             return run_score(args)
         if args.command == "run":
             return _run(_worker_settings(args))
         if args.command == "backfill":
+            from trace_scorer.worker.commands import run_backfill
+
             return asyncio.run(run_backfill(_worker_settings(args), args.target, args.start, args.end))
         if args.command == "compare":
+            from trace_scorer.compare.command import run_compare
+
             return run_compare(args, _score_files)
         if args.command == "check":
+            from trace_scorer.report import table_console
+            from trace_scorer.worker.commands import run_check
+
             return asyncio.run(run_check(_worker_settings(args), table_console()))
         if args.command == "state":
             return _run_state(args)
+        if args.command == "metrics":
+            return _run_metrics(args)
+        if args.command == "init":
+            return _run_init(args)
     except UserError as exc:
         print(f"trace-scorer: {exc.heading}{exc}", file=sys.stderr)
         return EXIT_CONFIG

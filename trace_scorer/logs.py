@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import structlog
 from pydantic import SecretBytes, SecretStr
+from rich.console import Console
+from rich.file_proxy import FileProxy
 
 REDACTED = "[REDACTED]"
 
@@ -142,16 +144,37 @@ def bind_context(**values: Any) -> Iterator[None]:
 
 class _CurrentStderr:
     """Writes to whatever ``sys.stderr`` is at the time of writing (not at configuration time), so that a
-    replaced stderr (pytest's capture, a daemon redirect) is followed and a closed one never written."""
+    replaced stderr (pytest's capture, a daemon redirect) is followed and a closed one never written —
+    or, inside :func:`logs_above`, to the console of a live display (a progress bar)."""
+
+    def __init__(self) -> None:
+        self.above: FileProxy | None = None
 
     def write(self, text: str) -> int:
-        return sys.stderr.write(text)
+        return (self.above or sys.stderr).write(text)
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        (self.above or sys.stderr).flush()
 
 
 _STDERR = _CurrentStderr()
+
+
+@contextmanager
+def logs_above(console: Console) -> Iterator[None]:
+    """Inside the block, log lines go through ``console`` (printed above its live display, e.g. a
+    progress bar) instead of through the bar; rich's own redirection of ``sys.stderr`` is skipped when
+    something else already redirected it, which is why the renderer is told the console directly.
+    Only for a terminal: elsewhere there is no live display, and a JSON line must not be wrapped."""
+    if not console.is_terminal:
+        yield
+        return
+    previous, _STDERR.above = _STDERR.above, FileProxy(console, sys.stderr)
+    try:
+        yield
+    finally:
+        _STDERR.above.flush()
+        _STDERR.above = previous
 
 #: Marks the handler this module installs, so a second configure_logging() replaces it.
 _HANDLER_NAME = "trace-scorer"

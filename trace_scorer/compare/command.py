@@ -219,6 +219,10 @@ def _target_names(target: TargetSettings) -> list[str]:
 
 
 def run_compare(args: argparse.Namespace, score_files: ScoreFiles) -> int:
+    if args.html:  # before any work: a missing extra is found in a second, not after the scoring
+        from trace_scorer.compare.html import require_report_extra
+
+        require_report_extra()
     settings = load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
     if args.dataset and args.paths:

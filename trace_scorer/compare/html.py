@@ -9,6 +9,15 @@ from typing import Any
 
 from trace_scorer.compare.analysis import BETTER, SAME, WORSE, Comparison, Report
 from trace_scorer.errors import UserError
+from trace_scorer.extras import require_extra
+
+#: What the HTML report imports from the ``report`` extra.
+REPORT_MODULES = ("matplotlib", "jinja2")
+
+
+def require_report_extra() -> None:
+    """Fail with the install command for this installation when the ``report`` extra is missing."""
+    require_extra("report", REPORT_MODULES, "the HTML report (--html)")
 
 
 def _plots(comparison: Comparison, index: int) -> dict[str, Any]:
@@ -43,13 +52,9 @@ def _plots(comparison: Comparison, index: int) -> dict[str, Any]:
 
 
 def render_html(report: Report) -> str:
-    try:
-        import jinja2
-        import matplotlib  # noqa: F401  (checked here so the error names the extra)
-    except ImportError as exc:
-        raise UserError(
-            f"the HTML report needs {exc.name}: pip install 'trace-scorer[report]' (matplotlib, jinja2)"
-        ) from None
+    require_report_extra()
+    import jinja2
+
     from trace_scorer.compare.template import PAGE
 
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)

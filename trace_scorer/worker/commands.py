@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 
 import structlog
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from trace_scorer.compare.analysis import Comparison
@@ -33,6 +32,7 @@ from trace_scorer.plan import build_plans
 from trace_scorer.resources import open_resources
 from trace_scorer.state import check_state
 from trace_scorer.worker.dataset_runs import DatasetRunSource
+from trace_scorer.worker.progress import BackfillProgress
 from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.service import Context, finish_within, open_context, unless_stopped, utc_now
 from trace_scorer.worker.tick import TickReport
@@ -107,20 +107,12 @@ async def _backfill(
     source = context.sources[target.name]
     if isinstance(source, TraceSource):
         parts = windows(start, end, target.max_window)
-        with Progress(
-            TextColumn("backfill"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        ) as progress:
-            task = progress.add_task("windows", total=len(parts))
+        with BackfillProgress(total, end - start, Console(stderr=True)).shown() as progress:
             for window in parts:
                 if stop.is_set():
                     break
                 await source.score_window(window, now, total, stop)
-                progress.advance(task)
+                progress.covered(window.end - window.start)
     elif isinstance(source, DatasetRunSource):
         report = await source.tick(now, stop, since=start)
         if target.compare_to and not stop.is_set():  # docs/compare.md: the runs just scored vs their baselines

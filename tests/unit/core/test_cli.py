@@ -39,7 +39,7 @@ group_by = "run_id"
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_registry: MetricRegistry) -> None:
     monkeypatch.chdir(tmp_path)  # no ./settings.toml unless a test writes one
-    monkeypatch.setattr(cli, "default_registry", lambda: toy_registry)
+    monkeypatch.setattr("trace_scorer.metrics.registry.default_registry", lambda: toy_registry)
     for variable in ("TRACE_SCORER_LOG__LEVEL", "LANGFUSE_SECRET_KEY"):
         monkeypatch.delenv(variable, raising=False)
 

@@ -204,7 +204,7 @@ def test_a_target_with_a_judged_metric_is_scored_in_one_process(
     def spread(*args: object, **kwargs: object) -> None:
         raise AssertionError("a judged target was spread over processes")
 
-    monkeypatch.setattr(cli, "score_files", spread)
+    monkeypatch.setattr("trace_scorer.offline.score_files", spread)
     code, out, err = score(capsys, str(data), "--jobs", "2", "--json")
     assert code == 0, err
     second = json.loads(out.splitlines()[1])

@@ -1,0 +1,174 @@
+"""``trace-scorer init``: a first, commented settings file.
+
+Without Langfuse credentials it holds the main sections and, commented out, a target with every
+registered metric and the sample fields it needs. With credentials (LANGFUSE_PUBLIC_KEY /
+LANGFUSE_SECRET_KEY) it first reads recent traces, extracts them as the worker would, counts which
+fields they have, and proposes a target whose metrics have their inputs: the deterministic ones on, the
+judged ones commented out until a provider is configured. Never over an existing file without ``force``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trace_scorer.catalog import MetricInfo
+from trace_scorer.errors import UserError
+from trace_scorer.sample import Sample
+
+if TYPE_CHECKING:
+    from trace_scorer.config import Settings
+
+#: The sample fields a metric can require, in the order the survey lists them.
+FIELDS = ("messages", "response", "tool_calls", "expected", "reference", "reference_tool_calls", "reference_topics")
+#: A note extraction leaves when a message is in no format it reads (trace_scorer/extract/extractor.py).
+UNKNOWN_FORMAT = "not in a message format we know"
+
+
+@dataclass
+class Survey:
+    """What recent traces hold: how many were read, and per field how many had it."""
+
+    traces: int = 0
+    hours: float = 0.0
+    fields: Counter[str] = field(default_factory=Counter)
+    unknown_format: int = 0
+
+    @classmethod
+    def of(cls, samples: Sequence[Sample], hours: float) -> Survey:
+        survey = cls(traces=len(samples), hours=hours)
+        for sample in samples:
+            survey.fields.update(name for name in FIELDS if getattr(sample, name) is not None)
+            if any(UNKNOWN_FORMAT in note for note in sample.notes):
+                survey.unknown_format += 1
+        return survey
+
+    def has(self, info: MetricInfo) -> bool:
+        """Whether some recent trace has every field ``info`` requires."""
+        return all(self.fields[name] for name in info.requires)
+
+
+def _metric_block(info: MetricInfo, *, active: bool, why: str) -> list[str]:
+    """A ``[[targets.metrics]]`` entry, commented out unless ``active``; its required options noted."""
+    prefix = "  " if active else "  # "
+    inputs = ", ".join(info.requires) or "no sample field"
+    lines = [f"{prefix}[[targets.metrics]]", f'{prefix}metric = "{info.key}"    # {why}inputs: {inputs}']
+    lines += [f"  # {o.name} = …    # required ({o.type})" for o in info.options if o.required]
+    return lines
+
+
+def _why_off(info: MetricInfo) -> str:
+    if "judge" in info.needs:
+        return "needs a judge ([[providers]]); "
+    if info.needs:
+        return "needs an embedding model ([embeddings]); "
+    return "needs options; " if any(o.required for o in info.options) else ""
+
+
+def _survey_lines(survey: Survey) -> list[str]:
+    lines = [f"# Proposed from the {survey.traces} newest traces of the last {survey.hours:g} h. Fields they have:"]
+    lines += [f"#   {name:22s} {survey.fields[name]} of {survey.traces}" for name in FIELDS]
+    if not any(survey.fields[name] for name in FIELDS if name.startswith(("expected", "reference"))):
+        lines.append(
+            "# No reference (expected answer, expected calls, topics): production traces carry none unless your "
+            "agent\n# logs them; [targets.references] says where to read them (docs/formats.md, \"References\")."
+        )
+    if survey.unknown_format:
+        lines.append(
+            f"# {survey.unknown_format} of them hold messages in a format trace-scorer does not read (docs/formats.md)."
+        )
+    return lines
+
+
+HEADER = """\
+# trace-scorer settings, written by `trace-scorer init`. Every key and its default: the README
+# ("Configuration") and the repository's settings.toml. Environment variables override any key as
+# TRACE_SCORER_<SECTION>__<KEY>. Secrets never go here: Langfuse keys come from LANGFUSE_PUBLIC_KEY /
+# LANGFUSE_SECRET_KEY, judge API keys from the variable each [[providers]] entry names.
+
+[log]
+level = "INFO"            # DEBUG | INFO | WARNING | ERROR
+
+[langfuse]
+base_url = "{base_url}"
+
+# LLM judges (docs/judges.md): without a provider the judged metrics are skipped with one message.
+# [[providers]]
+# name = "openrouter"
+# base_url = "https://openrouter.ai/api/v1"
+# api_key_env = "OPENROUTER_API_KEY"       # the variable holding the key; never the key itself
+# chat_models = ["openai/gpt-4o-mini"]
+
+"""
+
+TARGET = [
+    "[[targets]]",
+    'name = "production"',
+    'source = "traces"         # "traces" (production) | "dataset_runs" (experiments)',
+    'interval = "1m"           # how often the worker looks for new traces',
+]
+
+
+def render(infos: Sequence[MetricInfo], survey: Survey | None, base_url: str) -> str:
+    """The settings file's text: without a survey every per-sample metric commented out; with one, the
+    metrics whose inputs some recent trace has (deterministic ones on)."""
+    per_sample = [i for i in infos if not i.per_group]
+    lines = HEADER.format(base_url=base_url).splitlines()
+    if survey is None:
+        lines += [
+            "# A target: uncomment it and the metrics whose inputs your traces have (`trace-scorer metrics`",
+            "# lists them all; `trace-scorer init` with Langfuse credentials proposes them from recent traces).",
+            *("# " + line for line in TARGET),
+        ]
+        for info in per_sample:
+            lines += _metric_block(info, active=False, why=_why_off(info))
+        return "\n".join(lines) + "\n"
+    lines += _survey_lines(survey)
+    proposed = [i for i in per_sample if survey.has(i)]
+    on = [i for i in proposed if not _why_off(i)]
+    if on:
+        lines += TARGET
+    else:
+        lines += ["# No deterministic metric has its inputs in these traces:", *("# " + line for line in TARGET)]
+    for info in proposed:
+        found = min((survey.fields[name] for name in info.requires), default=survey.traces)
+        why = f"in {found} of {survey.traces} traces; " if info in on else _why_off(info)
+        lines += _metric_block(info, active=info in on, why=why)
+    if missing := [i.key for i in per_sample if not survey.has(i)]:
+        lines.append(f"  # Not proposed (their inputs are in none of these traces): {', '.join(missing)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_settings(path: Path, text: str, *, force: bool) -> None:
+    """Write ``text`` to ``path``; an existing file is kept unless ``force``."""
+    if path.exists() and not force:
+        raise UserError(f"{path} exists: not overwritten (--force replaces it)")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+async def recent_samples(settings: Settings, now: datetime, hours: float, limit: int) -> list[Sample]:
+    """Up to ``limit`` of the newest traces of the last ``hours``, extracted as the worker extracts them."""
+    from trace_scorer.extract import extract_sample
+    from trace_scorer.langfuse import LangfuseClient, TimeWindow
+    from trace_scorer.langfuse.trace_scan import OversizedTrace
+    from trace_scorer.langfuse.types import TraceFilter
+
+    async with LangfuseClient(settings.langfuse) as client:
+        await client.connect()
+        roots = []
+        async for root in client.reads.list_trace_roots(TimeWindow(now - timedelta(hours=hours), now), TraceFilter()):
+            roots.append(root)
+            if len(roots) >= limit:
+                break
+        samples = []
+        async for trace in client.reads.fetch_traces(roots):
+            if not isinstance(trace, OversizedTrace) and trace.rows:
+                samples.append(extract_sample(trace.rows, trace_id=trace.trace_id))
+        return samples
