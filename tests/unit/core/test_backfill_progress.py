@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.file_proxy import FileProxy
 
 from trace_scorer.logs import configure_logging
-from trace_scorer.worker.progress import BackfillProgress
+from trace_scorer.worker.backfill_bar import BackfillProgress
 from trace_scorer.worker.tick import TickReport
 
 ERASE_LINE = "\r\x1b[2K"
