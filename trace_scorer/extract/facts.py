@@ -103,12 +103,25 @@ def _declared_tools(observation: Observation) -> list[DeclaredTool] | None:
         listed = [m["content"] for m in messages[-MAX_TOOLS:] if _is_definition_message(m)]
         if listed:
             found = (found or []) + _definitions(listed)
-    for container in (observation.metadata, observation.metadata.get("attributes")):
-        if isinstance(container, Mapping):
-            for key in _TOOL_METADATA_KEYS:
-                if key in container:
-                    found = (found or []) + _definitions(_maybe_json(container[key]))
+    for key in _TOOL_METADATA_KEYS:
+        listed = _attribute(observation.metadata, key)
+        if listed is not None:
+            found = (found or []) + _definitions(listed)
     return found
+
+
+def _attribute(metadata: Mapping[str, Any], key: str) -> Any:
+    """An attribute in the metadata: flat, under ``attributes``, or flattened as ``attributes.<key>``
+    (Langfuse v4 returns nested metadata flattened to dotted keys); JSON text parsed."""
+    nested = metadata.get("attributes")
+    for value in (
+        metadata.get(key),
+        metadata.get(f"attributes.{key}"),
+        nested.get(key) if isinstance(nested, Mapping) else None,
+    ):
+        if value is not None:
+            return _maybe_json(value)
+    return None
 
 
 def _is_definition_message(message: Any) -> bool:
@@ -158,12 +171,10 @@ def _finish_reason(observation: Observation) -> str | None:
     found = _reason_in(observation.output)
     if found is not None:
         return found
-    for container in (observation.metadata, observation.metadata.get("attributes")):
-        if isinstance(container, Mapping):
-            for key in _FINISH_METADATA_KEYS:
-                reason = _reason_value(_maybe_json(container.get(key)))
-                if reason is not None:
-                    return reason
+    for key in _FINISH_METADATA_KEYS:
+        reason = _reason_value(_attribute(observation.metadata, key))
+        if reason is not None:
+            return reason
     return None
 
 

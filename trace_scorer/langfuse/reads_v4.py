@@ -50,8 +50,8 @@ log = structlog.get_logger(__name__)
 
 #: Field groups of root rows: what sources filter and sample on, plus the trace's input/output.
 ROOT_FIELDS = "core,basic,time,io,metadata,trace_context"
-#: Field groups of a trace's rows: what extraction reads (tool calls, messages, models).
-BODY_FIELDS = "core,basic,time,io,metadata,model"
+#: Field groups of a trace's rows: what extraction reads (tool calls, messages, models, tokens and cost).
+BODY_FIELDS = "core,basic,time,io,metadata,model,usage"
 EXPERIMENT_FIELDS = "core,metadata"
 EXPERIMENT_ITEM_FIELDS = "core,dataset,io,metadata,itemMetadata"
 #: Observation pages are not made smaller than this when Langfuse answers 422 (a read too heavy).

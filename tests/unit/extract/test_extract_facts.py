@@ -62,6 +62,10 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "require
         ([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}],
          {"attributes": {"gen_ai.tool.definitions": json.dumps(
              [{"type": "function", "name": "get_weather", "parameters": SCHEMA}])}}),
+        # the same, as Langfuse v4 returns metadata: flattened to dotted keys
+        ([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}],
+         {"attributes.gen_ai.tool.definitions": json.dumps(
+             [{"type": "function", "name": "get_weather", "parameters": SCHEMA}])}),
     ],
 )  # fmt: skip
 def test_declared_tools_in_each_sdk_shape(generation_input: Any, metadata: dict[str, Any]) -> None:
