@@ -34,6 +34,8 @@ from trace_scorer.sample import Sample, ToolSpec
 
 #: At most this many reasons per invalid call.
 MAX_REASONS = 3
+#: Validators kept across samples, by schema.
+CACHED_SCHEMAS = 1024
 
 
 class ToolCallValidityOptions(MetricOptions):
@@ -88,9 +90,28 @@ _SAFE: dict[type[Validator], type[Validator]] = {}
 
 
 def _validator(schema: Any) -> Validator | str:
-    """A validator for a declared schema, or why there is none."""
+    """A validator for a declared schema, or why there is none. An agent declares the same tools on
+    every trace, and checking a schema against its metaschema costs ~1 ms: validators are kept by the
+    schema's canonical JSON (an LRU of :data:`CACHED_SCHEMAS`)."""
     if not isinstance(schema, Mapping | bool):
         return f"its declared schema is not a JSON Schema (a {type(schema).__name__})"
+    try:
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return _build_validator(schema)
+    return _cached_validator(key)
+
+
+@lru_cache(maxsize=CACHED_SCHEMAS)
+def _cached_validator(key: str) -> Validator | str:
+    try:
+        schema = json.loads(key)
+    except (ValueError, RecursionError):
+        return "its declared schema is nested too deeply to check"
+    return _build_validator(schema)
+
+
+def _build_validator(schema: Any) -> Validator | str:
     try:
         base = validators.validator_for(schema, default=Draft202012Validator)
         base.check_schema(schema)
