@@ -36,6 +36,13 @@ from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample
 
 ROOT = Path(__file__).resolve().parents[1]
+#: What a check's value flags as a problem (the "flagged" column).
+FLAGGED = {
+    "tool_call_validity": lambda v: v < 1,
+    "tool_errors": lambda v: v > 0,
+    "tool_loops": lambda v: v > 0,
+    "answer_completeness": lambda v: v < 1,
+}
 CHECKS = ("tool_call_validity", "tool_errors", "tool_loops", "answer_completeness",
           "latency", "total_tokens", "total_cost", "tool_call_count")  # fmt: skip
 
@@ -61,14 +68,15 @@ def main() -> None:
     parser.add_argument("--fault-rate", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--config", type=Path, default=ROOT / "settings.toml", help="the settings (default: shipped)")
     args = parser.parse_args()
 
     rows = corpus_rows(args.traces, args.fault_rate, args.seed)
-    shipped = load_settings(ROOT / "settings.toml", environ={}).targets[0]
-    checks_only = TargetSettings.model_validate(
-        {"name": "checks", "metrics": [m.model_dump() for m in shipped.metrics if m.metric in CHECKS]}
-    )
-    full, checks = Pipeline(build_plan(shipped)), Pipeline(build_plan(checks_only))
+    shipped = load_settings(args.config, environ={}).targets[0]
+    entries = [m.model_dump() for m in shipped.metrics if m.metric in CHECKS]
+    full = Pipeline(build_plan(shipped))
+    only_checks = TargetSettings.model_validate({"name": "checks", "metrics": entries}) if entries else None
+    checks = Pipeline(build_plan(only_checks)) if only_checks is not None else full
 
     extract_times, check_times, full_times = [], [], []
     samples: list[Sample] = []
@@ -78,22 +86,25 @@ def main() -> None:
         samples = [extract_sample(r) for r in rows]
         extract_times.append(time.process_time() - start)
         start = time.process_time()
-        asyncio.run(score(checks, samples))
-        check_times.append(time.process_time() - start)
-        start = time.process_time()
         outcomes = asyncio.run(score(full, samples))
         full_times.append(time.process_time() - start)
+        start = time.process_time()
+        asyncio.run(score(checks, samples))
+        check_times.append(time.process_time() - start)
 
     n = len(samples)
     print(f"{n} production traces (fault rate {args.fault_rate}, seed {args.seed}), shipped target {shipped.name!r}")
-    print(f"{'score':22} {'scored':>7} {'skipped':>8}  most common skip reason")
+    print(f"{'score':22} {'scored':>7} {'skipped':>8} {'mean':>9} {'flagged':>8}  most common skip reason")
     names = list(outcomes[0]) if outcomes else []
     for name in names:
         got = [o[name] for o in outcomes]
         scored = sum(isinstance(x, Score) for x in got)
         reasons = Counter(x.reason for x in got if isinstance(x, Skipped))
         top = reasons.most_common(1)[0][0][:60] if reasons else ""
-        print(f"{name:22} {scored:>7} {sum(reasons.values()):>8}  {top}")
+        values = [x.value for x in got if isinstance(x, Score)]
+        mean = f"{statistics.fmean(values):.4g}" if values else "–"
+        flagged = str(sum(FLAGGED[name](v) for v in values)) if name in FLAGGED else ""
+        print(f"{name:22} {scored:>7} {sum(reasons.values()):>8} {mean:>9} {flagged:>8}  {top}")
     any_scored = sum(any(isinstance(x, Score) for x in o.values()) for o in outcomes)
     print(f"traces with at least one score: {any_scored} of {n}")
     for label, times in (("extraction", extract_times), ("reference-free checks", check_times),

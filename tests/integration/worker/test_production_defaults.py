@@ -47,7 +47,7 @@ def by_trace(scores: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-@pytest.mark.parametrize("version", ["4.60.0", "4.16.0"])
+@pytest.mark.parametrize("version", ["4.60.0", "4.16.0", "2.95.12"])
 async def test_shipped_settings_post_reference_free_scores_on_production_traces(
     harness: MakeHarness, make_langfuse: MakeLangfuse, clock: FakeClock, version: str
 ) -> None:
