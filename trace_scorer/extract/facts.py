@@ -37,6 +37,8 @@ _FINISH_KEYS = ("finish_reason", "finishReason", "stop_reason", "stopReason")
 #: Keys of a response that hold the part whose finish reason counts (the last item).
 _FINISH_CONTAINERS = ("choices", "candidates")
 _FINISH_METADATA_KEYS = ("finish_reason", "gen_ai.response.finish_reasons")
+#: How deep the finish reason is looked for in an output.
+_MAX_DEPTH = 4
 #: A definition list longer than this is read up to here (bounded work on hostile inputs).
 MAX_TOOLS = 512
 
@@ -178,11 +180,14 @@ def _finish_reason(observation: Observation) -> str | None:
     return None
 
 
-def _reason_in(output: Any) -> str | None:
+def _reason_in(output: Any, depth: int = 0) -> str | None:
     """The finish reason of a generation's output: the response's own, its last choice's, or the last
-    message's (OTel output messages, LangChain's ``response_metadata``)."""
+    message's (OTel output messages, LangChain's ``response_metadata``). Looks at most
+    :data:`_MAX_DEPTH` levels down (a hostile output may nest thousands)."""
+    if depth > _MAX_DEPTH:
+        return None
     if isinstance(output, list):
-        return _reason_in(output[-1]) if output else None
+        return _reason_in(output[-1], depth + 1) if output else None
     if not isinstance(output, Mapping):
         return None
     for key in _FINISH_KEYS:
@@ -195,11 +200,11 @@ def _reason_in(output: Any) -> str | None:
     for key in _FINISH_CONTAINERS:
         items = output.get(key)
         if isinstance(items, list) and items and isinstance(items[-1], Mapping):
-            return _reason_in(items[-1])
+            return _reason_in(items[-1], depth + 1)
     for key in ("response_metadata", "generation_info"):
         nested = output.get(key)
         if isinstance(nested, Mapping):
-            reason = _reason_in(nested)
+            reason = _reason_in(nested, depth + 1)
             if reason is not None:
                 return reason
     return None

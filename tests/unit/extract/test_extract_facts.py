@@ -175,3 +175,12 @@ def test_tool_message_error_text_in_an_openai_conversation_marks_the_call() -> N
     ]  # fmt: skip
     sample = extract_sample(trace(row("g", "GENERATION", input={"messages": messages, "tools": []}, output="Sorry")))
     assert [(c.name, c.error) for c in sample.tool_calls or ()] == [("book", "Error: no seats left")]
+
+
+def test_a_deeply_nested_output_loses_nothing_else() -> None:
+    """As deep as a JSON text still parses: the finish reason is not looked for that far down."""
+    g = row("g", "GENERATION", input={"messages": [], "tools": [{"name": "a"}]}, usageDetails={"total": 9})
+    g["output"] = "[" * 900 + '{"finish_reason": "length"}' + "]" * 900
+    sample = extract_sample(trace(g))
+    assert sample.finish_reason is None
+    assert [t.name for t in sample.tools or ()] == ["a"] and sample.total_tokens == 9
