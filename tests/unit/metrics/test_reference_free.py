@@ -224,8 +224,8 @@ ENDS_ON_CALL = Message(role="assistant", tool_calls=[ToolCall(name="search")])
         ({"response": "Sure", "finish_reason": "max_tokens"}, 0.0, "cut off"),
         ({"response": "", "finish_reason": "content_filter"}, 0.0, "filtered"),
         ({"response": "  "}, 0.0, "empty"),
-        ({"messages": [Message(role="user", content="hi"), ENDS_ON_CALL]}, 0.0, "tool call"),
-        ({"messages": [Message(role="user", content="hi"), Message(role="assistant", content="Hello!")]}, 1.0, ""),
+        ({"response": "", "messages": [Message(role="user", content="hi"), ENDS_ON_CALL]}, 0.0, "tool call"),
+        ({"response": "Hello!", "messages": [Message(role="user", content="hi")]}, 1.0, ""),
     ],
 )
 async def test_answer_completeness(fields: dict[str, Any], value: float, words: str) -> None:
@@ -234,9 +234,9 @@ async def test_answer_completeness(fields: dict[str, Any], value: float, words: 
     assert words in result.comment
 
 
-async def test_answer_completeness_skipped_without_answer_or_conversation() -> None:
-    outcome = await AnswerCompleteness("answer_completeness", MetricOptions()).score(sample(), {})
-    assert isinstance(outcome, Skipped)
+def test_answer_completeness_skipped_when_the_answer_is_unknown() -> None:
+    metric = AnswerCompleteness("answer_completeness", MetricOptions())
+    assert metric.missing_inputs(sample(messages=[Message(role="user", content="hi")])) == ["response"]
 
 
 # -- trace facts ------------------------------------------------------------------------------------------
