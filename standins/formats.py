@@ -41,6 +41,46 @@ def encode_io(value: Any, raw_strings: bool = False) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
+#: USD per token (input, output) of the models the renderers use, as Langfuse's default price table has
+#: them; a model without a price gets what Langfuse answers then: empty ``costDetails``, ``totalCost`` 0.
+PRICES = {
+    "gpt-4o-2024-08-06": (2.5e-6, 1e-5),
+    "gpt-4o-mini-2024-07-18": (1.5e-7, 6e-7),
+    "gpt-4o-mini": (1.5e-7, 6e-7),
+    "gpt-4.1-mini": (4e-7, 1.6e-6),
+    "claude-sonnet-4-20250514": (3e-6, 1.5e-5),
+}
+
+
+def _cost(model: str | None, usage: dict[str, int] | None) -> dict[str, Any]:
+    price = PRICES.get(model or "")
+    if price is None or not usage:
+        return {"costDetails": {}, "totalCost": 0}
+    details = {"input": usage.get("input", 0) * price[0], "output": usage.get("output", 0) * price[1]}
+    details["total"] = details["input"] + details["output"]
+    return {"costDetails": details, "totalCost": details["total"]}
+
+
+def record_fault(rows: list[dict[str, Any]], kind: str) -> None:
+    """A production fault in how the run was recorded: ``tool_error``, the first TOOL observation ended
+    with an exception (level ERROR, its status message, no output: what the SDKs record when the tool
+    function raises); ``cut_off``, the last generation stopped on its token limit where the format
+    records a finish reason (OTel ``finish_reason``, Anthropic ``stop_reason``, LangChain
+    ``response_metadata``)."""
+    if kind == "tool_error":
+        tool = next((row for row in rows if row["type"] == "TOOL"), None)
+        if tool is not None:
+            tool.update(level="ERROR", statusMessage="TimeoutError: the upstream API did not answer in 10 s",
+                        output=None)  # fmt: skip
+    elif kind == "cut_off":
+        generations = [row for row in rows if row["type"] == "GENERATION" and row.get("output")]
+        if generations:
+            last = generations[-1]
+            for old, new in (('"finish_reason": "stop"', '"finish_reason": "length"'),
+                             ('"stop_reason": "end_turn"', '"stop_reason": "max_tokens"')):  # fmt: skip
+                last["output"] = last["output"].replace(old, new)
+
+
 def _tokens(value: Any) -> int:
     return max(1, len(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)) // 4)
 
@@ -139,8 +179,7 @@ class TraceRows:
             "model": model,
             "modelParameters": {"temperature": "0"} if model else None,
             "usageDetails": usage or {},
-            "costDetails": {},
-            "totalCost": 0,
+            **_cost(model, usage),
         }
 
 

@@ -49,11 +49,12 @@ from standins.formats import (
     hex_id,
     make_hostile,
     meta,
+    record_fault,
     started_version,
 )
 from standins.langfuse_query import iso
 from standins.settings import refuse_unknown
-from standins.tasks import DEVIATIONS, TASKS, Task, deviate, make_task
+from standins.tasks import DEVIATIONS, PRODUCTION_FAULTS, TASKS, Task, deviate, make_task, with_fault
 
 #: No generated trace lasts longer (window scans rely on it).
 MAX_TRACE = timedelta(seconds=60)
@@ -140,6 +141,10 @@ class Scenario:
     #: as rendered (under a minute). E.g. ``(60, 1200)`` with ``spacing=7.2, traces=1000``: traces of
     #: 1–20 minutes over a 2-hour backlog.
     trace_duration: tuple[float, float] | None = None
+    #: Share of production traces with a production fault (standins.tasks.PRODUCTION_FAULTS: a repeated
+    #: call, an argument of the wrong type, a failed tool, an answer cut off), drawn from the trace id.
+    fault_rate: float = 0.0
+    faults: tuple[str, ...] = PRODUCTION_FAULTS
     #: Share of production traces with a second parentless span (same traceId, starting later than the
     #: main root and shorter): two rows with ``isRootObservation: true`` (finding 8).
     multi_root_rate: float = 0.0
@@ -160,6 +165,9 @@ class Scenario:
         unknown = set(self.tasks) - set(TASKS)
         if unknown:
             raise ValueError(f"unknown tasks {sorted(unknown)}; known: {list(TASKS)}")
+        unknown = set(self.faults) - set(PRODUCTION_FAULTS)
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {list(PRODUCTION_FAULTS)}")
         unknown = set(self.hostile_kinds) - set(HOSTILE_KINDS)
         if unknown:
             raise ValueError(f"unknown hostile kinds {sorted(unknown)}; known: {list(HOSTILE_KINDS)}")
@@ -181,7 +189,7 @@ class Scenario:
         data = dict(values)
         if "datasets" in data:
             data["datasets"] = tuple(DatasetSpec(**d) for d in data["datasets"])
-        for key in ("formats", "tasks", "hostile_kinds"):
+        for key in ("formats", "tasks", "hostile_kinds", "faults"):
             if key in data:
                 data[key] = tuple(data[key])
         if data.get("trace_duration") is not None:
@@ -569,6 +577,9 @@ class Corpus:
         planned = task
         if r.random() < s.deviation_rate:
             task = deviate(task, r, r.choice(DEVIATIONS))
+        fault = self.fault_of(header.trace_id) if header.experiment is None else None
+        if fault is not None:
+            task = with_fault(task, fault)
         if header.hostile == "injection":
             steps = list(task.steps)
             if steps:
@@ -630,6 +641,8 @@ class Corpus:
             root_meta["expected_answer"] = planned.answer
             root_meta["expected_calls"] = planned.reference_calls()
         rows[0]["metadata"] = {**meta(root_meta), **rows[0]["metadata"]}
+        if task.extra.get("fault") in ("tool_error", "cut_off"):
+            record_fault(rows, task.extra["fault"])
         if header.source == "production" and self.has_second_root(header.trace_id):
             root_ms = (datetime.fromisoformat(rows[0]["endTime"]) - header.start) / timedelta(milliseconds=1)
             builder.obs(
@@ -711,6 +724,13 @@ class Corpus:
             return None
         low, high = bounds
         return low + (high - low) * _fraction(self.scenario.seed, "duration", trace_id)
+
+    def fault_of(self, trace_id: str) -> str | None:
+        """The production fault of a trace, drawn from its id (scenarios without faults render as before)."""
+        s = self.scenario
+        if not s.fault_rate or not s.faults or _fraction(s.seed, "fault", trace_id) >= s.fault_rate:
+            return None
+        return s.faults[int(_fraction(s.seed, "fault-kind", trace_id) * len(s.faults))]
 
     def has_second_root(self, trace_id: str) -> bool:
         rate = self.scenario.multi_root_rate

@@ -243,6 +243,7 @@ def _v3_observation(row: dict[str, Any]) -> dict[str, Any]:
     ``APIObservation`` adds to the documented fields: ``projectId``, ``createdAt``, ``updatedAt`` (which of two
     unmerged rows is newer) and the token counts kept for backwards compatibility."""
     usage = row.get("usageDetails") or {}
+    cost = row.get("costDetails") or {}
     return {
         "id": row["id"],
         "projectId": row.get("projectId") or PROJECT_ID,
@@ -279,9 +280,10 @@ def _v3_observation(row: dict[str, Any]) -> dict[str, Any]:
         "inputPrice": None,
         "outputPrice": None,
         "totalPrice": None,
-        "calculatedInputCost": None,
-        "calculatedOutputCost": None,
-        "calculatedTotalCost": None,
+        # Langfuse prices a generation of a known model (the rows' costDetails); null otherwise.
+        "calculatedInputCost": cost.get("input"),
+        "calculatedOutputCost": cost.get("output"),
+        "calculatedTotalCost": cost.get("total"),
         "latency": row.get("latency"),
         "timeToFirstToken": row.get("timeToFirstToken"),
         "promptTokens": usage.get("input", 0),

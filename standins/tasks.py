@@ -19,6 +19,9 @@ AIRLINES = [("AF", "Air France"), ("LH", "Lufthansa"), ("BA", "British Airways")
 CARRIERS = ["UPS", "DHL", "FedEx"]
 PRODUCTS = ["kettle", "toaster", "headphones", "lamp", "backpack", "blender"]
 DEVIATIONS = ("changed_argument", "missing_call", "extra_call", "swapped_calls", "no_answer")
+#: What goes wrong in production that no reference is needed to see (the reference-free checks):
+#: the agent repeats a call, passes an argument of the wrong type, a tool fails, the answer is cut off.
+PRODUCTION_FAULTS = ("loop", "invalid_call", "tool_error", "cut_off")
 
 
 @dataclass(frozen=True)
@@ -322,3 +325,19 @@ def deviate(task: Task, r: random.Random, kind: str) -> Task:
 def make_task(r: random.Random, kinds: tuple[str, ...] | None = None) -> Task:
     kind = r.choice(kinds or tuple(TASKS))
     return TASKS[kind](r)
+
+
+def with_fault(task: Task, kind: str) -> Task:
+    """The task as run with a production fault that changes the calls (``loop``: the first call three
+    times; ``invalid_call``: a string argument of the first call passed as a number). ``tool_error`` and
+    ``cut_off`` change how the run is recorded, not the calls (standins.formats.record_fault)."""
+    if not task.steps or kind not in ("loop", "invalid_call"):
+        return replace(task, extra={**task.extra, "fault": kind})
+    steps = [replace(s, args=dict(s.args)) for s in task.steps]
+    if kind == "loop":
+        steps = [steps[0], replace(steps[0]), replace(steps[0]), *steps[1:]]
+    else:
+        strings = sorted(k for k, v in steps[0].args.items() if isinstance(v, str))
+        if strings:
+            steps[0].args[strings[0]] = 12345
+    return replace(task, steps=steps, extra={**task.extra, "fault": kind})

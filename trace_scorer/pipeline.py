@@ -249,7 +249,8 @@ class Pipeline:
 
     @staticmethod
     def _named(metric: AnyMetric, output: MetricOutput, *, subject: str) -> dict[str, Outcome]:
-        """One outcome per output name, with values checked: a metric's value must be a number in [0, 1]."""
+        """One outcome per output name, with values checked: a metric's value must be a finite number
+        within its declared ``value_range`` ([0, 1] unless the metric says otherwise)."""
         names = metric.output_names()
         if isinstance(output, Score | Skipped | Failed):
             produced: dict[str, Outcome] = dict.fromkeys(names, output)
@@ -258,10 +259,20 @@ class Pipeline:
                 name: output.get(name, Failed(f"{metric.name} returned no result for {name}")) for name in names
             }
         for name, outcome in produced.items():
-            if isinstance(outcome, Score) and not (math.isfinite(outcome.value) and 0.0 <= outcome.value <= 1.0):
+            if isinstance(outcome, Score) and not in_range(outcome.value, metric.value_range):
                 log.error("metric_value_out_of_range", metric=name, subject=subject, value=outcome.value)
-                produced[name] = Failed(f"value {outcome.value!r} is outside [0, 1]")
+                produced[name] = Failed(f"value {outcome.value!r} is outside {describe_range(metric.value_range)}")
         return produced
+
+
+def in_range(value: float, bounds: tuple[float | None, float | None]) -> bool:
+    low, high = bounds
+    return math.isfinite(value) and (low is None or value >= low) and (high is None or value <= high)
+
+
+def describe_range(bounds: tuple[float | None, float | None]) -> str:
+    low, high = bounds
+    return f"[{'-∞' if low is None else f'{low:g}'}, {'∞' if high is None else f'{high:g}'}]"
 
 
 def _mean(name: str, outcomes: Sequence[Outcome | None]) -> Outcome:

@@ -96,14 +96,20 @@ def _cell(result: SampleResult | GroupResult, name: str) -> str:
         return SKIPPED_CELL
     if isinstance(outcome, Failed):
         return FAILED_CELL
-    return f"{outcome.value:.3f}"
+    return _number(outcome.value)
+
+
+def _number(value: float) -> str:
+    """Three decimals for scores; trace facts (tokens, seconds, a cost of 0.0004 USD) to four significant
+    digits, so that neither shows as a made-up 496.000 or 0.000."""
+    return f"{value:.3f}" if value == 0 or 0.001 <= abs(value) <= 1 else f"{value:.4g}"
 
 
 def _summary_cell(results: Sequence[SampleResult], name: str) -> str:
     values = [o.value for r in results if isinstance(o := r.outcomes.get(name), Score)]
     skipped = sum(isinstance(r.outcomes.get(name), Skipped) for r in results)
     failed = sum(isinstance(r.outcomes.get(name), Failed) for r in results)
-    text = f"{sum(values) / len(values):.3f}" if values else SKIPPED_CELL
+    text = _number(sum(values) / len(values)) if values else SKIPPED_CELL
     extras = [f"{skipped} skipped"] * bool(skipped) + [f"{failed} failed"] * bool(failed)
     return f"{text} ({', '.join(extras)})" if extras else text
 

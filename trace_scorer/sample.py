@@ -45,11 +45,24 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
     result: Any = None
+    #: Why its execution failed, when it did (None: it did not, or nobody recorded it).
+    error: str | None = None
 
     @field_validator("arguments", mode="before")
     @classmethod
     def _parse_arguments(cls, value: Any) -> dict[str, Any]:
         return parse_arguments(value)
+
+
+class ToolSpec(BaseModel):
+    """A tool a generation declared to the model: its name and its arguments' JSON Schema as given
+    (not validated here: a broken schema is the ``tool_call_validity`` metric's finding)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    parameters: Any = None
+    description: str | None = None
 
 
 class Message(BaseModel):
@@ -131,6 +144,13 @@ class Sample(BaseModel):
     observation_id: str | None = None
     start_time: datetime | None = None
     environment: str | None = None
+    #: Trace facts, read from the observations (docs/metrics.md "The sample"): the tools declared to
+    #: the model, the last generation's finish reason, latency in seconds, total tokens and cost (USD).
+    tools: list[ToolSpec] | None = None
+    finish_reason: str | None = None
+    latency: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    total_tokens: int | None = Field(default=None, ge=0)
+    total_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: What extraction could not read (shown by ``score``, logged by the worker).
     notes: list[str] = Field(default_factory=list)

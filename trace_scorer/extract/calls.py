@@ -53,6 +53,8 @@ def merge_calls(from_messages: list[Call], from_tools: list[Call]) -> list[Call]
         paired.add(id(match))
         if tool_call.result is not None:
             match.result = tool_call.result
+        if tool_call.error is not None:
+            match.error = tool_call.error
         if match.id is None:
             match.id = tool_call.id
     merged = from_messages + extra

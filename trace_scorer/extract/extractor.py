@@ -16,6 +16,7 @@ from typing import Any
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.extract.calls import merge_calls, message_calls
 from trace_scorer.extract.conversation import Conversation
+from trace_scorer.extract.facts import read_facts
 from trace_scorer.extract.messages import MessageReader
 from trace_scorer.extract.model import Call, Msg, Notes, short
 from trace_scorer.extract.references import describe_unused, read_references
@@ -26,8 +27,8 @@ from trace_scorer.extract.rows import (
     to_observation,
     trace_order,
 )
-from trace_scorer.extract.tools import read_tool_observation
-from trace_scorer.sample import Message, Sample, ToolCall, content_text
+from trace_scorer.extract.tools import output_error, read_tool_observation
+from trace_scorer.sample import Message, Sample, ToolCall, ToolSpec, content_text
 from trace_scorer.times import parse_time
 
 _DEFAULT_REFERENCES = ReferenceSettings()
@@ -95,6 +96,7 @@ class _Extraction:
         if environment is None and item is not None and isinstance(item.get("environment"), str):
             environment = item["environment"]
         ident = chosen or (root.id if root is not None else "")
+        facts = read_facts(ordered, root)
         return Sample(
             id=ident,
             messages=[_message(m) for m in conversation.messages] if conversation.messages else None,
@@ -106,6 +108,13 @@ class _Extraction:
             observation_id=root.id if root is not None else None,
             start_time=start,
             environment=environment,
+            tools=[ToolSpec(name=t.name, parameters=t.parameters, description=t.description) for t in facts.tools]
+            if facts.tools is not None
+            else None,
+            finish_reason=facts.finish_reason,
+            latency=facts.latency,
+            total_tokens=facts.total_tokens,
+            total_cost=facts.total_cost,
             metadata=dict(root.metadata) if root is not None else {},
             notes=notes.as_list(),
             **found,
@@ -290,7 +299,8 @@ def _item_id(item: Mapping[str, Any] | None) -> str | None:
 
 
 def _tool_call(call: Call) -> ToolCall:
-    return ToolCall(name=call.name, arguments=call.arguments, id=call.id, result=call.result)
+    error = call.error if call.error is not None else output_error(call.result)
+    return ToolCall(name=call.name, arguments=call.arguments, id=call.id, result=call.result, error=error)
 
 
 def _message(message: Msg) -> Message:

@@ -31,6 +31,8 @@ class Call:
     arguments: dict[str, Any]
     id: str | None = None
     result: Any = None
+    #: Why its execution failed (a TOOL observation's ERROR level or an error output), when it did.
+    error: str | None = None
     #: Position in the trace (observation order); sorts message calls and TOOL observations together.
     order: float = 0.0
     _key: str | None = None

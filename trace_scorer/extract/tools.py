@@ -39,9 +39,35 @@ def read_tool_observation(observation: Observation, notes: Notes) -> Call | None
             break
     if call_id is None:
         call_id = _metadata_call_id(observation.metadata)
-    if observation.level == "ERROR" and result is None and observation.status_message:
-        result = observation.status_message
-    return Call(name=name, arguments=arguments, id=call_id, result=result)
+    error = output_error(observation.output)
+    if observation.level == "ERROR":
+        error = observation.status_message or error or "the TOOL observation's level is ERROR"
+        if result is None and observation.status_message:
+            result = observation.status_message
+    return Call(name=name, arguments=arguments, id=call_id, result=result, error=error)
+
+
+def output_error(output: Any) -> str | None:
+    """Why a tool's output says it failed, or None: a LangChain ``ToolMessage`` with ``status: "error"``,
+    an MCP/Anthropic result flagged ``isError``/``is_error``, an object whose only key is ``error``, or
+    a text that starts with ``Error:`` (what LangChain's ``handle_tool_error`` returns to the model)."""
+    if isinstance(output, Mapping):
+        if output.get("status") == "error" or output.get("isError") is True or output.get("is_error") is True:
+            return _error_text(output.get("content", output.get("error"))) or "the tool reported an error"
+        if output.keys() == {"error"} and output["error"]:
+            return _error_text(output["error"]) or "the tool reported an error"
+        return None
+    if isinstance(output, str) and output[:6].lower() == "error:":
+        return output[:200]
+    return None
+
+
+def _error_text(value: Any) -> str | None:
+    if isinstance(value, str) and value:
+        return value[:200]
+    if isinstance(value, Mapping) and isinstance(value.get("message"), str):
+        return str(value["message"])[:200]
+    return None
 
 
 def _arguments(value: Any, tool: str, notes: Notes) -> dict[str, Any]:

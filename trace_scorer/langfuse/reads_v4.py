@@ -55,8 +55,8 @@ ROOT_FIELDS = "core,basic,time,io,metadata,trace_context"
 #: A root row too large to read with its input and output: listed without them (its trace's own read
 #: then meets the same row and skips the trace).
 SLIM_ROOT_FIELDS = "core,basic,time,metadata,trace_context"
-#: Field groups of a trace's rows: what extraction reads (tool calls, messages, models).
-BODY_FIELDS = "core,basic,time,io,metadata,model"
+#: Field groups of a trace's rows: what extraction reads (tool calls, messages, models, tokens and cost).
+BODY_FIELDS = "core,basic,time,io,metadata,model,usage"
 EXPERIMENT_FIELDS = "core,metadata"
 EXPERIMENT_ITEM_FIELDS = "core,dataset,io,metadata,itemMetadata"
 #: Observation pages are not made smaller than this when Langfuse answers 422 (a read too heavy).

@@ -140,6 +140,12 @@ def v3_observation_row(observation: Mapping[str, Any]) -> Row:
     """A v3 observation (``ObservationsView``) as a v4 row: same names, input/output as raw strings."""
     row: Row = {key: observation[key] for key in _V3_SAME if key in observation}
     row["isRootObservation"] = False
+    usage = observation.get("usage")
+    if "usageDetails" not in row and isinstance(usage, Mapping):  # 2.x: token counts under ``usage`` only
+        row["usageDetails"] = {k: n for k in ("input", "output", "total") if isinstance(n := usage.get(k), int) and n}
+    cost = observation.get("calculatedTotalCost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        row["totalCost"] = cost
     row["input"] = raw_io(observation.get("input"))
     row["output"] = raw_io(observation.get("output"))
     metadata = observation.get("metadata")

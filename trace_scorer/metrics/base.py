@@ -87,6 +87,8 @@ class Metric(ABC, Generic[OptionsT]):
       per_group: False for per-sample metrics, True for per-group ones.
       needs: shared resources used: ``"judge"``, ``"embedder"``. Metrics needing none are deterministic.
       version: bump when the computation changes, so the worker re-scores (part of the fingerprint).
+      value_range: the (low, high) bounds of its values, ``None`` for no bound; a value outside them is
+        ``Failed``. [0, 1] unless declared: trace facts (latency, tokens, cost) are counts and amounts.
     """
 
     key: ClassVar[str]
@@ -96,6 +98,7 @@ class Metric(ABC, Generic[OptionsT]):
     per_group: ClassVar[bool] = False
     needs: ClassVar[tuple[Literal["judge", "embedder"], ...]] = ()
     version: ClassVar[str] = "1"
+    value_range: ClassVar[tuple[float | None, float | None]] = (0.0, 1.0)
 
     def __init__(self, name: str, options: OptionsT, resources: Resources | None = None) -> None:
         self.name = name

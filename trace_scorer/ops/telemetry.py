@@ -164,9 +164,13 @@ class Telemetry:
         # -- work: traces and scores, per target --------------------------------------------------
         self._seen = Counter(f"{p}_traces_seen_total", "Traces (or dataset-run items) read from Langfuse.",
                              ["target"], registry=r)
-        self._scored = Counter(f"{p}_traces_scored_total", "Traces whose scores were all computed and posted.",
+        self._scored = Counter(f"{p}_traces_scored_total",
+                               "Traces with at least one score posted to Langfuse (and none failed); a trace "
+                               "whose every metric was skipped counts as skipped, reason nothing_to_score.",
                                ["target"], registry=r)
-        self._skipped = Counter(f"{p}_traces_skipped_total", "Traces read but not scored, by reason.",
+        self._skipped = Counter(f"{p}_traces_skipped_total",
+                                "Traces read but with no score posted, by reason (nothing_to_score: every metric "
+                                "skipped, its inputs absent).",
                                 ["target", "reason"], registry=r)
         self._failed = Counter(f"{p}_traces_failed_total",
                                "Traces that failed (e.g. every judge model down); retried later.",
@@ -253,7 +257,8 @@ class Telemetry:
         self._scored.labels(self._label("target", target)).inc(n)
 
     def traces_skipped(self, target: str, reason: str, n: int = 1) -> None:
-        """``reason``: a short stable word, e.g. ``not_finished``, ``sampled_out``, ``already_scored``."""
+        """``reason``: a short stable word, e.g. ``not_finished``, ``sampled_out``, ``already_scored``,
+        ``nothing_to_score`` (every metric skipped: done, but no score posted)."""
         self._skipped.labels(self._label("target", target), self._label("reason", reason)).inc(n)
 
     def traces_failed(self, target: str, n: int = 1) -> None:

@@ -27,7 +27,7 @@ import structlog
 
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject, ScoreToPost
-from trace_scorer.metrics.base import Failed, Skipped
+from trace_scorer.metrics.base import Failed, Score
 from trace_scorer.ops.telemetry import Telemetry
 from trace_scorer.pipeline import Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan
@@ -278,15 +278,16 @@ class BatchScorer:
                 failed.append((item, failures))
                 report.failed += 1
                 self.telemetry.traces_failed(self.target.name)
-            else:
+            elif any(isinstance(o, Score) for o in result.outcomes.values()):
                 done.append(item.trace_id)
                 report.scored += 1
                 self.telemetry.traces_scored(self.target.name)
                 self.telemetry.trace_scored_at(self.target.name, item.timestamp)
+            else:  # every metric skipped: done (in the ledger), but no score was posted for it
+                done.append(item.trace_id)
+                report.skipped["nothing to score"] += 1
             for note in result.sample.notes:
                 log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note)
-            if all(isinstance(o, Skipped) for o in result.outcomes.values()) and result.outcomes:
-                report.skipped["nothing to score"] += 1
 
         def record() -> None:  # one transaction; run again whole if the state refused it
             for item, failures in failed:

@@ -31,8 +31,8 @@ from trace_scorer.ops import Ops
 from trace_scorer.plan import build_plans
 from trace_scorer.resources import open_resources
 from trace_scorer.state import check_state
-from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.backfill_bar import BackfillProgress
+from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.service import Context, finish_within, open_context, unless_stopped, utc_now
 from trace_scorer.worker.tick import TickReport

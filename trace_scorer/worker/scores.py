@@ -85,10 +85,15 @@ def scores_to_post(
 
 
 def config_specs(plan: TargetPlan) -> list[ScoreConfigSpec]:
-    """One score config per score name: metrics and run-level results in [0, 1]; KPIs unbounded except
-    threshold KPIs (1/0), since a weighted sum or an expression may leave [0, 1]."""
-    names = plan.sample_score_names() + plan.group_score_names()
-    specs = [ScoreConfigSpec(name, description=f"trace-scorer metric (target {plan.target.name})") for name in names]
+    """One score config per score name: metrics and run-level results within the metric's declared
+    ``value_range`` ([0, 1] but for trace facts); KPIs unbounded except threshold KPIs (1/0), since a
+    weighted sum or an expression may leave [0, 1]."""
+    description = f"trace-scorer metric (target {plan.target.name})"
+    specs = [
+        ScoreConfigSpec(name, min_value=metric.value_range[0], max_value=metric.value_range[1], description=description)
+        for metric in plan.sample_metrics + plan.group_metrics
+        for name in metric.output_names()
+    ]
     for kpi in plan.group_kpis:
         bounded = kpi.formula == "threshold"
         specs.append(
