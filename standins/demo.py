@@ -334,6 +334,7 @@ def run(traces: int, items: int, timeout: float) -> int:
                 )
 
             done = wait_for(progress, worker, deadline, every=1.0)
+            why = "the worker exited by itself" if not worker.running() else "the deadline passed"
             port = ops_port(worker)
             if done and port is not None:
                 scores = read_back(lf)
@@ -347,7 +348,6 @@ def run(traces: int, items: int, timeout: float) -> int:
             code = worker.terminate(timeout=max(10.0, deadline - time.monotonic()))
             print(f"  worker exited with {code}")
             if not done or code != 0:
-                why = "the worker exited" if not worker.running() and code is not None else "the deadline passed"
                 print(f"\nThe demo did not finish ({why}); the worker's log:\n{worker.log()[-6000:]}", file=sys.stderr)
                 return 1
         summary = lf.score_summary()
