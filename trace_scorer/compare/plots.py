@@ -62,7 +62,7 @@ def differences_plot(comparison: Comparison, name: str) -> str:
             axes.plot([metric.difference], [row], "o", color=colour, markersize=7)
         axes.axvline(0.0, color="#a0aec0", linewidth=1, linestyle="--")
         axes.set_yticks(range(len(metrics)), [m.name for m in reversed(metrics)])
-        axes.set_xlabel(f"candidate − baseline (mean over paired items, {comparison.options.confidence:.0%} interval)")
+        axes.set_xlabel("candidate − baseline (mean over paired items; interval at its Holm step's level)")
         if not metrics:
             axes.text(0.5, 0.5, "no score was compared", ha="center", va="center", transform=axes.transAxes)
         return _svg(figure)
@@ -109,7 +109,8 @@ def paired_plot(metric: MetricComparison, options_confidence: float, name: str) 
         if metric.difference is not None:
             axes.axvline(metric.difference, color=colour, linewidth=2)
         axes.axvline(0.0, color="#a0aec0", linewidth=1, linestyle="--")
-        axes.set_xlabel(f"Δ {metric.name} per item (line: mean; band: {options_confidence:.0%} interval)")
+        level = metric.interval_confidence if metric.interval_confidence is not None else options_confidence
+        axes.set_xlabel(f"Δ {metric.name} per item (line: mean; band: {level * 100:.4g} % interval)")
         axes.set_ylabel("items")
         return _svg(figure)
 
