@@ -23,7 +23,7 @@ td.verdict { text-align: left; font-weight: 600; }
 .better { color: #2f855a; } .worse { color: #c53030; } .same, .not-compared { color: #4a5568; }
 .headline { font-size: 1.05rem; }
 figure.plot { margin: .4rem 0 1rem; }
-figure.plot svg { max-width: 100%; height: auto; }
+figure.plot svg { width: 100%; height: auto; }  /* the page's width (or its half in a pair), not the SVG's own */
 .pair { display: flex; flex-wrap: wrap; gap: 1rem; }
 .pair figure.plot { flex: 1 1 420px; }
 ul.ids { columns: 3; font-family: ui-monospace, monospace; font-size: .85rem; }
