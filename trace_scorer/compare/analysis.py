@@ -98,6 +98,14 @@ class ItemChange(BaseModel):
     candidate_links: list[str] = Field(default_factory=list)
 
 
+class RunLevel(BaseModel):
+    """A KPI's run-level value in each run: its formula applied to the run's metric means (what ``score``'s
+    groups table and the worker's run score show), which is not the mean of its per-trace values."""
+
+    baseline: float | None
+    candidate: float | None
+
+
 class MetricComparison(BaseModel):
     name: str
     baseline: Side
@@ -122,12 +130,28 @@ class MetricComparison(BaseModel):
     unchanged: int = 0
     #: The items that regressed most, worst first (at most ``Options.top``).
     worst_items: list[ItemChange] = Field(default_factory=list)
+    #: For a KPI: its run-level values, shown beside the per-item comparison so the two are not confused.
+    run_level: RunLevel | None = None
     def interval_text(self) -> str:
         """The interval with its level on one line, e.g. ``[+0.217, +0.533] at 98.33 %`` ("–" without one)."""
         if self.interval is None:
             return "–"
         level = f" at {self.interval_confidence * 100:.4g} %" if self.interval_confidence is not None else ""
         return f"[{self.interval[0]:+.3f}, {self.interval[1]:+.3f}]{level}"
+
+    def run_level_text(self) -> str | None:
+        """Why a KPI's per-item means and its run-level values differ, with both, on one line (None if not a KPI)."""
+        if self.run_level is None:
+            return None
+
+        def pair(baseline: float | None, candidate: float | None) -> str:
+            return " → ".join("–" if v is None else f"{v:.3f}" for v in (baseline, candidate))
+
+        return (
+            f"{self.name} is a KPI: compared here per item, the mean of its per-trace values "
+            f"({pair(self.baseline.mean, self.candidate.mean)}); its run-level value, the formula applied to "
+            f"each run's metric means, is {pair(self.run_level.baseline, self.run_level.candidate)}"
+        )
 
     # For the plots (not in the JSON): each side's per-item values and the paired differences.
     baseline_values: list[float] = Field(default_factory=list, exclude=True)

@@ -77,6 +77,7 @@ significantly worse; grey: no detectable difference.</figcaption>
 <section class="metric" id="{{ entry.key }}">
 <h3>{{ m.name }} — <span class="{{ {BETTER: 'better', WORSE: 'worse'}.get(m.verdict, 'same') }}">{{ m.verdict }}</span></h3>
 {% if m.reason %}<p class="note">{{ m.reason }}</p>{% endif %}
+{% if m.run_level %}<p class="note run-level">{{ m.run_level_text() }}.</p>{% endif %}
 {% if m.paired %}<p class="note">{{ m.improved }} items improved, {{ m.regressed }} regressed, {{ m.unchanged }}
 unchanged (of {{ m.paired }} scored in both runs).</p>{% endif %}
 <div class="pair">

@@ -75,6 +75,9 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         )
     console.print(table)
     for m in comparison.metrics:
+        if (text := m.run_level_text()) is not None:
+            console.print(f"note: {text} (docs/compare.md)", highlight=False)
+    for m in comparison.metrics:
         if not m.worst_items or m.verdict == BETTER:
             continue
         items = Table(
