@@ -77,6 +77,7 @@ return [...document.querySelectorAll('figure.plot')].map(figure => {
     kind: figure.dataset.plot,
     svg: true,
     width: box.width,
+    pageWidth: figure.closest('section.comparison').getBoundingClientRect().width,
     height: box.height,
     axesWidth: drawn.width,
     axesHeight: drawn.height,
@@ -101,6 +102,9 @@ def test_the_report_renders_every_plot_without_a_console_error(browser: Any, rep
         assert plot["width"] > 200 and plot["height"] > 100, plot  # laid out at a readable size
         assert plot["axesWidth"] > 100 and plot["axesHeight"] > 50, plot  # the axes drew something
         assert plot["marks"] >= 5 and plot["texts"] >= 3, plot  # data marks and labelled ticks
+        # The plots use the page: the full width alone, about half each when two stand side by side.
+        share = 0.45 if plot["kind"] in ("distribution", "paired") else 0.95
+        assert plot["width"] >= share * plot["pageWidth"], plot
 
     verdicts = browser.execute_script(
         "return Object.fromEntries([...document.querySelectorAll('tr[data-metric]')]"

@@ -1,8 +1,10 @@
 """One comparison: a baseline run against a candidate run, metric by metric, on the items both scored.
 
 Per score name: both means with their counts; the mean paired difference (candidate − baseline) over the
-items both runs scored, its bootstrap interval and the permutation test's p-value (:mod:`.stats`); Holm's
-correction across the compared names; a verdict; the items that regressed most. Items of one run only are
+items both runs scored, the permutation test's p-value and a bootstrap interval (:mod:`.stats`); Holm's
+correction across the compared names, the interval drawn at the confidence level of the score's Holm step
+(so an interval clear of zero and the corrected verdict say the same thing); a verdict; the items that
+regressed most. Items of one run only are
 counted and listed. With repeated attempts: pass@k and pass^k of each run for k = 1…n with intervals.
 """
 
@@ -96,6 +98,14 @@ class ItemChange(BaseModel):
     candidate_links: list[str] = Field(default_factory=list)
 
 
+class RunLevel(BaseModel):
+    """A KPI's run-level value in each run: its formula applied to the run's metric means (what ``score``'s
+    groups table and the worker's run score show), which is not the mean of its per-trace values."""
+
+    baseline: float | None
+    candidate: float | None
+
+
 class MetricComparison(BaseModel):
     name: str
     baseline: Side
@@ -103,7 +113,11 @@ class MetricComparison(BaseModel):
     #: Items both runs scored: the differences, the interval and the test are over these.
     paired: int
     difference: float | None = None
+    #: The bootstrap interval of ``difference`` at ``interval_confidence``.
     interval: tuple[float, float] | None = None
+    #: The interval's confidence level: 1 − α / (m − rank), the level of the score's Holm step (rank from 0
+    #: in ascending p, m scores compared); 1 − α (95 %) with one score.
+    interval_confidence: float | None = None
     p_value: float | None = None
     p_adjusted: float | None = None
     verdict: Verdict = NOT_COMPARED
@@ -116,6 +130,29 @@ class MetricComparison(BaseModel):
     unchanged: int = 0
     #: The items that regressed most, worst first (at most ``Options.top``).
     worst_items: list[ItemChange] = Field(default_factory=list)
+    #: For a KPI: its run-level values, shown beside the per-item comparison so the two are not confused.
+    run_level: RunLevel | None = None
+    def interval_text(self) -> str:
+        """The interval with its level on one line, e.g. ``[+0.217, +0.533] at 98.33 %`` ("–" without one)."""
+        if self.interval is None:
+            return "–"
+        level = f" at {self.interval_confidence * 100:.4g} %" if self.interval_confidence is not None else ""
+        return f"[{self.interval[0]:+.3f}, {self.interval[1]:+.3f}]{level}"
+
+    def run_level_text(self) -> str | None:
+        """Why a KPI's per-item means and its run-level values differ, with both, on one line (None if not a KPI)."""
+        if self.run_level is None:
+            return None
+
+        def pair(baseline: float | None, candidate: float | None) -> str:
+            return " → ".join("–" if v is None else f"{v:.3f}" for v in (baseline, candidate))
+
+        return (
+            f"{self.name} is a KPI: compared here per item, the mean of its per-trace values "
+            f"({pair(self.baseline.mean, self.candidate.mean)}); its run-level value, the formula applied to "
+            f"each run's metric means, is {pair(self.run_level.baseline, self.run_level.candidate)}"
+        )
+
     # For the plots (not in the JSON): each side's per-item values and the paired differences.
     baseline_values: list[float] = Field(default_factory=list, exclude=True)
     candidate_values: list[float] = Field(default_factory=list, exclude=True)
@@ -208,10 +245,6 @@ def _compare_metric(
     differences = [y - x for x, y in zip(b, c, strict=True)]
     result.differences = differences
     result.difference = sum(differences) / len(differences)
-    interval = stats.paired_interval(
-        b, c, seed=options.seed, n_resamples=options.n_resamples, confidence=options.confidence
-    )
-    result.interval = (interval.low, interval.high) if interval else None
     result.p_value = stats.paired_p_value(b, c, seed=options.seed, n_resamples=options.n_resamples)
     result.improved = sum(1 for d in differences if d > 0)
     result.regressed = sum(1 for d in differences if d < 0)
@@ -238,23 +271,48 @@ def _mean(values: Iterable[float]) -> float | None:
     return sum(items) / len(items) if items else None
 
 
-def _verdicts(metrics: list[MetricComparison], options: Options) -> None:
-    """Holm across the compared names; better/worse needs the adjusted p below alpha *and* the interval
-    clear of 0 (so a verdict never contradicts the interval printed beside it)."""
+def _verdicts(metrics: list[MetricComparison], baseline: RunValues, candidate: RunValues, options: Options) -> None:
+    """Holm across the compared names, and each score's interval at its Holm step's level.
+
+    Holm tests the score with the i-th smallest p (from 0) at α / (m − i); its interval is drawn at
+    1 − α / (m − i), so the interval excludes 0 at the level the test rejects at (one score at α = 0.05:
+    the plain 95 %). better/worse needs the adjusted p below alpha *and* that
+    interval clear of 0; when the two disagree (bootstrap and permutation test are different methods,
+    and Holm's adjusted p also carries the steps before it) the verdict stays "no detectable difference"
+    and its reason says which of the two held, so nothing shown contradicts it."""
     compared = [m for m in metrics if m.p_value is not None]
-    adjusted = stats.holm([m.p_value for m in compared if m.p_value is not None])
-    for metric, p in zip(compared, adjusted, strict=True):
+    raw = [m.p_value for m in compared if m.p_value is not None]
+    adjusted = stats.holm(raw)
+    steps = stats.holm_steps(raw)
+    for metric, p, step in zip(compared, adjusted, steps, strict=True):
         metric.p_adjusted = p
         metric.detectable_difference = stats.detectable_difference(
             metric.differences, alpha=options.alpha, tests=len(compared)
         )
+        level = 1 - options.alpha / step
+        base, cand = baseline.item_means(metric.name), candidate.item_means(metric.name)
+        both = sorted(set(base) & set(cand))
+        interval = stats.paired_interval(
+            [base[i] for i in both],
+            [cand[i] for i in both],
+            seed=options.seed,
+            n_resamples=options.n_resamples,
+            confidence=level,
+        )
+        metric.interval = (interval.low, interval.high) if interval else None
+        metric.interval_confidence = level
         low, high = metric.interval or (float("-inf"), float("inf"))
+        clear = high < 0 or low > 0
         if p < options.alpha and high < 0:
             metric.verdict = WORSE
         elif p < options.alpha and low > 0:
             metric.verdict = BETTER
         else:
             metric.verdict = SAME
+            if clear:
+                metric.reason = f"interval clear of 0 but the Holm-adjusted p {p:.3g} is not below {options.alpha:g}"
+            elif p < options.alpha:
+                metric.reason = f"Holm-adjusted p {p:.3g} below {options.alpha:g} but the interval contains 0"
 
 
 def pass_curve(run: RunValues, criterion: PassCriterion, options: Options) -> PassCurve | None:
@@ -302,7 +360,7 @@ def compare_runs(
     options = options or Options()
     wanted = list(names) if names is not None else sorted(baseline.score_names() | candidate.score_names())
     metrics = [_compare_metric(name, baseline, candidate, options, link) for name in wanted]
-    _verdicts(metrics, options)
+    _verdicts(metrics, baseline, candidate, options)
     comparison = Comparison(
         baseline=_summary(baseline),
         candidate=_summary(candidate),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from trace_scorer.compare.analysis import Comparison, Options, PassCriterion, Report, compare_runs
+from trace_scorer.compare.analysis import Comparison, Options, PassCriterion, Report, RunLevel, compare_runs
 from trace_scorer.compare.langfuse_runs import dataset, list_runs, read_run, run_ref, trace_link
 from trace_scorer.compare.runs import (
     PATTERN_PREFIX,
@@ -34,7 +34,9 @@ from trace_scorer.errors import UserError
 from trace_scorer.inputs import ReadError
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.logs import configure_logging
-from trace_scorer.pipeline import SampleResult
+from trace_scorer.metrics.base import Score
+from trace_scorer.metrics.pass_at_k import attempt_key
+from trace_scorer.pipeline import Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan
 
 EXIT_OK, EXIT_NOTHING_READ = 0, 1
@@ -152,6 +154,7 @@ def _offline(args: argparse.Namespace, settings: Settings, score_files: ScoreFil
                 criterion=_criterion(args, target),
             )
         )
+    _add_run_levels(comparisons, scored, group_by)
     report = Report(
         source=f"files: {', '.join(str(p) for p in args.paths)} (runs by {group_by})", comparisons=comparisons
     )
@@ -159,6 +162,34 @@ def _offline(args: argparse.Namespace, settings: Settings, score_files: ScoreFil
         for comparison in report.comparisons:
             comparison.notes.append(f"{ungrouped} samples have no {group_by}: in no run")
     return report
+
+
+def _add_run_levels(comparisons: Sequence[Comparison], scored: ScoredFiles, group_by: str) -> None:
+    """Each compared KPI's run-level value in both runs, computed as ``score`` computes a group's (the
+    pipeline's ``score_group``), so a reader sees why it differs from the per-item mean beside it."""
+    assert scored.plan is not None
+    kpis = {k.name for k in scored.plan.group_kpis}
+    if not any(m.name in kpis for c in comparisons for m in c.metrics):
+        return
+    by_run: dict[str, list[SampleResult]] = {}
+    for result in scored.results:
+        if (run := attempt_key(result.sample, group_by)) is not None:
+            by_run.setdefault(run, []).append(result)
+    pipeline = Pipeline(scored.plan)
+    wanted = {name for c in comparisons for name in (c.baseline.name, c.candidate.name)}
+    groups = {run: asyncio.run(pipeline.score_group(run, by_run[run])) for run in wanted if run in by_run}
+
+    def value(run: str, name: str) -> float | None:
+        outcome = groups[run].outcomes.get(name) if run in groups else None
+        return outcome.value if isinstance(outcome, Score) else None
+
+    for comparison in comparisons:
+        for metric in comparison.metrics:
+            if metric.name in kpis:
+                metric.run_level = RunLevel(
+                    baseline=value(comparison.baseline.name, metric.name),
+                    candidate=value(comparison.candidate.name, metric.name),
+                )
 
 
 def _candidates(specs: Sequence[str] | None, refs: Sequence[RunRef], baseline_spec: str) -> list[RunRef]:

@@ -188,6 +188,17 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def holm_steps(p_values: Sequence[float]) -> list[int]:
+    """Each p-value's Holm divisor, in the order given: the i-th smallest (from 0) of m is tested at
+    α / (m − i), so its divisor is m − i (ties in the order given). The interval of a score is drawn at the
+    matching level (docs/compare.md, "Intervals and Holm's correction")."""
+    m = len(p_values)
+    divisors = [0] * m
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        divisors[index] = m - rank
+    return divisors
+
+
 def detectable_difference(
     differences: Sequence[float], *, alpha: float, power: float = POWER, tests: int = 1
 ) -> float | None:

@@ -23,7 +23,7 @@ td.verdict { text-align: left; font-weight: 600; }
 .better { color: #2f855a; } .worse { color: #c53030; } .same, .not-compared { color: #4a5568; }
 .headline { font-size: 1.05rem; }
 figure.plot { margin: .4rem 0 1rem; }
-figure.plot svg { max-width: 100%; height: auto; }
+figure.plot svg { width: 100%; height: auto; }  /* the page's width (or its half in a pair), not the SVG's own */
 .pair { display: flex; flex-wrap: wrap; gap: 1rem; }
 .pair figure.plot { flex: 1 1 420px; }
 ul.ids { columns: 3; font-family: ui-monospace, monospace; font-size: .85rem; }
@@ -48,7 +48,7 @@ candidate: {{ cmp.candidate.items }} items, {{ cmp.candidate.samples }} samples 
 candidate</p>
 <table class="summary">
 <thead><tr><th>score</th><th>baseline mean (items)</th><th>candidate mean (items)</th><th>paired items</th>
-<th>Δ mean</th><th>{{ "%.0f" | format(cmp.options.confidence * 100) }} % interval</th><th>p (Holm)</th>
+<th>Δ mean</th><th>interval (Holm-adjusted level)</th><th>p (Holm)</th>
 <th>detectable Δ</th><th>verdict</th></tr></thead>
 <tbody>
 {% for m in cmp.metrics %}
@@ -58,7 +58,7 @@ candidate</p>
 <td>{{ "%.3f" | format(m.candidate.mean) if m.candidate.mean is not none else "–" }} ({{ m.candidate.items }})</td>
 <td>{{ m.paired }}</td>
 <td>{{ "%+.3f" | format(m.difference) if m.difference is not none else "–" }}</td>
-<td>{% if m.interval %}[{{ "%+.3f" | format(m.interval[0]) }}, {{ "%+.3f" | format(m.interval[1]) }}]{% else %}–{% endif %}</td>
+<td class="interval">{{ m.interval_text() }}</td>
 <td>{% if m.p_adjusted is none %}–{% elif m.p_adjusted < 0.001 %}&lt;0.001{% else %}{{ "%.3f" | format(m.p_adjusted) }}{% endif %}</td>
 <td>{{ "±%.3f" | format(m.detectable_difference) if m.detectable_difference is not none else "–" }}</td>
 <td class="verdict {{ {BETTER: 'better', WORSE: 'worse'}.get(m.verdict, 'same') }}">{{ m.verdict }}\
@@ -69,14 +69,15 @@ candidate</p>
 </table>
 <figure class="plot" data-plot="differences">
 {{ c.differences | safe }}
-<figcaption>Each score's mean paired difference (dot) with its {{ "%.0f" | format(cmp.options.confidence * 100) }} %
-interval (bar). Right of the dashed zero line the candidate scores higher. Green: significantly better; red:
+<figcaption>Each score's mean paired difference (dot) with its interval (bar) at the level of its Holm step (the
+table's interval column). Right of the dashed zero line the candidate scores higher. Green: significantly better; red:
 significantly worse; grey: no detectable difference.</figcaption>
 </figure>
 {% for entry in c.metrics %}{% set m = entry.metric %}
 <section class="metric" id="{{ entry.key }}">
 <h3>{{ m.name }} — <span class="{{ {BETTER: 'better', WORSE: 'worse'}.get(m.verdict, 'same') }}">{{ m.verdict }}</span></h3>
 {% if m.reason %}<p class="note">{{ m.reason }}</p>{% endif %}
+{% if m.run_level %}<p class="note run-level">{{ m.run_level_text() }}.</p>{% endif %}
 {% if m.paired %}<p class="note">{{ m.improved }} items improved, {{ m.regressed }} regressed, {{ m.unchanged }}
 unchanged (of {{ m.paired }} scored in both runs).</p>{% endif %}
 <div class="pair">
@@ -141,7 +142,9 @@ all k are. Bands: {{ "%.0f" | format(cmp.options.confidence * 100) }} % interval
 {% endif %}
 {% for note in cmp.notes %}<p class="note">Note: {{ note }}</p>{% endfor %}
 <p class="method">Δ is candidate − baseline over the items both runs scored (an item's attempts averaged first).
-Interval: {{ cmp.options.interval }}, {{ cmp.options.n_resamples }} resamples, seed {{ cmp.options.seed }}.
+Interval: {{ cmp.options.interval }}, {{ cmp.options.n_resamples }} resamples, seed {{ cmp.options.seed }},
+at the level of the score's Holm step: the score with the i-th smallest p of m (from 0) at
+1 − {{ cmp.options.alpha }}/(m − i), so an interval clear of zero agrees with the corrected test.
 Test: {{ cmp.options.test }}, Holm-corrected across the compared scores. Better / worse: the corrected p below
 {{ cmp.options.alpha }} and the interval clear of zero. Detectable Δ: the smallest mean difference these items
 would detect with 80 % power. See docs/compare.md, "How to read a comparison".</p>

@@ -42,7 +42,7 @@ def _verdict(metric: MetricComparison) -> str:
 
 
 def print_comparison(console: Console, comparison: Comparison) -> None:
-    base, cand, options = comparison.baseline, comparison.candidate, comparison.options
+    base, cand = comparison.baseline, comparison.candidate
     console.print(
         f"[bold]{cand.name}[/bold] ({cand.items} items, {cand.samples} samples) vs baseline "
         f"[bold]{base.name}[/bold] ({base.items} items, {base.samples} samples)",
@@ -55,26 +55,28 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         ("candidate (n)", "right"),
         ("paired", "right"),
         ("Δ mean", "right"),
-        (f"{options.confidence:.0%} interval", "right"),
+        ("interval (Holm-adjusted level)", "right"),
         ("p (Holm)", "right"),
         ("detectable", "right"),
         ("verdict", "left"),
     ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for m in comparison.metrics:
-        interval = f"[{m.interval[0]:+.3f}, {m.interval[1]:+.3f}]" if m.interval else "–"
         table.add_row(
             m.name,
             f"{_number(m.baseline.mean)} ({m.baseline.items})",
             f"{_number(m.candidate.mean)} ({m.candidate.items})",
             str(m.paired),
             _number(m.difference, signed=True),
-            interval,
+            m.interval_text(),
             _p(m.p_adjusted),
             f"±{m.detectable_difference:.3f}" if m.detectable_difference is not None else "–",
             _verdict(m),
         )
     console.print(table)
+    for m in comparison.metrics:
+        if (text := m.run_level_text()) is not None:
+            console.print(f"note: {text} (docs/compare.md)", highlight=False)
     for m in comparison.metrics:
         if not m.worst_items or m.verdict == BETTER:
             continue
@@ -133,8 +135,10 @@ def print_report(console: Console, report: Report) -> None:
     if options is not None:
         console.print(
             f"[dim]Δ = candidate − baseline over items both runs scored; {options.interval} interval "
-            f"({options.n_resamples} resamples, seed {options.seed}); {options.test}, Holm-corrected across "
-            f"scores; better/worse at α = {options.alpha:g}; detectable: the difference these items would "
+            f"({options.n_resamples} resamples, seed {options.seed}) at the level of the score's Holm step "
+            f"(1 − α/(m − rank): {1 - options.alpha:.0%} with one score); "
+            f"{options.test}, Holm-corrected across scores; better/worse at α = {options.alpha:g}; "
+            "detectable: the difference these items would "
             "detect with 80 % power (docs/compare.md)[/dim]",
             highlight=False,
         )

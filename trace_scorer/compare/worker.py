@@ -121,7 +121,7 @@ def delta_scores(comparison: Comparison, target: TargetSettings, timestamp: date
         name = delta_name(m.name)
         if m.difference is None or not SCORE_NAME_PATTERN.match(name):
             continue
-        interval = f" [{m.interval[0]:+.3f}, {m.interval[1]:+.3f}]" if m.interval else ""
+        interval = f" {m.interval_text()}" if m.interval else ""
         comment = (
             f"{m.difference:+.3f}{interval} vs {comparison.baseline.name} over {m.paired} items: {m.verdict} "
             f"(Holm p = {m.p_adjusted:.3g})"
@@ -135,7 +135,7 @@ def delta_scores(comparison: Comparison, target: TargetSettings, timestamp: date
             "candidate_mean": m.candidate.mean,
             "paired_items": m.paired,
             "interval": list(m.interval) if m.interval else None,
-            "confidence": comparison.options.confidence,
+            "confidence": m.interval_confidence,
             "p_value": m.p_value,
             "p_adjusted": m.p_adjusted,
             "verdict": m.verdict,

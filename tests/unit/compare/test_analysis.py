@@ -154,3 +154,56 @@ def test_choosing_the_baseline() -> None:
     assert choose_baseline("previous", RUNS, RUNS[0]) is None
     assert choose_baseline("latest", RUNS, RUNS[0]) == RUNS[3]
     assert choose_baseline("nightly-3", RUNS, latest) is None  # a run is never its own baseline
+
+
+# One modest gain among three scores (issue #23, item 10): raw p ≈ 0.036, Holm-adjusted 3 × 0.036 ≈ 0.11.
+# Its plain 95 % interval was [+0.010, +0.165], clear of zero, beside "no detectable difference": a reader
+# saw a contradiction. The interval is now drawn at the level of its Holm step (1 − 0.05/3).
+MODEST_GAIN = [0.14, 0.0, 0.02, -0.39, 0.46, 0.33, 0.03, 0.25, 0.16, -0.01, 0.3, 0.04, 0.03, -0.06, 0.19, 0.08,
+               0.21, -0.02, 0.13, -0.08]  # fmt: skip
+
+
+def modest_gain_runs(*names: str) -> tuple[RunValues, RunValues]:
+    baseline = run("base", {f"q{i}": dict.fromkeys(names, 0.5) for i in range(len(MODEST_GAIN))})
+    candidate = run(
+        "cand",
+        {f"q{i}": {"gain": 0.5 + d, **{n: 0.5 for n in names if n != "gain"}} for i, d in enumerate(MODEST_GAIN)},
+    )
+    return baseline, candidate
+
+
+def test_an_interval_beside_a_holm_verdict_is_drawn_at_the_holm_step_level() -> None:
+    comparison = compare_runs(*modest_gain_runs("gain", "flat", "steady"), FAST)
+    gain = next(m for m in comparison.metrics if m.name == "gain")
+    assert gain.p_value is not None and gain.p_value < 0.05  # significant alone …
+    assert gain.p_adjusted is not None and gain.p_adjusted > 0.05  # … not after Holm over three scores
+    assert gain.verdict == SAME
+    assert gain.interval is not None and gain.interval[0] < 0 < gain.interval[1]  # agrees with the verdict
+    assert gain.interval_confidence == pytest.approx(1 - 0.05 / 3)  # the first of Holm's three steps
+    assert gain.interval_text().endswith("at 98.33 %")
+    for metric in comparison.metrics:  # no verdict anywhere beside an interval that says otherwise
+        assert metric.interval is not None
+        clear = metric.interval[0] > 0 or metric.interval[1] < 0
+        assert clear == (metric.verdict in (BETTER, WORSE)) or metric.reason is not None
+
+
+def test_one_score_alone_keeps_the_plain_95_percent_interval() -> None:
+    [gain] = compare_runs(*modest_gain_runs("gain"), FAST).metrics
+    assert gain.interval_confidence == pytest.approx(0.95)
+    assert gain.interval is not None and gain.interval[0] > 0
+    assert gain.verdict == BETTER
+
+
+def test_the_terminal_table_names_each_interval_level() -> None:
+    import io
+
+    from rich.console import Console
+
+    from trace_scorer.compare.terminal import print_comparison
+
+    stream = io.StringIO()
+    print_comparison(Console(file=stream, width=300), compare_runs(*modest_gain_runs("gain", "flat", "steady"), FAST))
+    text = stream.getvalue()
+    assert "Holm-adjusted level" in text
+    gain_row = next(line for line in text.splitlines() if " gain " in line)
+    assert "at 98.33 %" in gain_row and "no detectable difference" in gain_row

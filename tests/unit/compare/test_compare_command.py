@@ -106,3 +106,29 @@ def test_usage_errors_exit_2_with_a_reason(tmp_path: Path, capsys: pytest.Captur
     assert "at least two runs" in capsys.readouterr().err
     assert main([*BASE_ARGS, "--pass-when", "rouge=1"]) == 2
     assert main(["compare", str(tmp_path / "missing.jsonl"), *config, "--baseline", "b"]) == 1
+
+
+def test_a_kpi_shows_its_run_level_values_beside_its_per_item_means(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # tools_ok = tool_call_accuracy >= 0.9 (issue #23, item 10): per trace it holds half the time in the
+    # baseline (mean 0.500), but the formula on the run's mean accuracy (0.500, 0.883) is 0 for both runs.
+    settings = tmp_path / "settings.toml"
+    settings.write_text(
+        (EXAMPLE / "settings.toml").read_text()
+        + '\n[[targets.kpis]]\nname = "tools_ok"\nformula = "threshold"\nmetric = "tool_call_accuracy"\n'
+        'threshold = 0.9\ndirection = ">="\n',
+        encoding="utf-8",
+    )
+    args = ["compare", str(EXAMPLE), "--config", str(settings), "--baseline", "baseline", "--resamples", "199"]
+    assert main([*args, "--json"]) == 0
+    [comparison] = json.loads(capsys.readouterr().out)["comparisons"]
+    tools_ok = next(m for m in comparison["metrics"] if m["name"] == "tools_ok")
+    assert tools_ok["baseline"]["mean"] == pytest.approx(0.5)
+    assert tools_ok["run_level"] == {"baseline": 0.0, "candidate": 0.0}
+    assert next(m for m in comparison["metrics"] if m["name"] == "rouge")["run_level"] is None  # not a KPI
+
+    assert main(args) == 0
+    table = " ".join(capsys.readouterr().out.split())
+    assert "tools_ok is a KPI: compared here per item, the mean of its per-trace values (0.500 → 0.883)" in table
+    assert "its run-level value, the formula applied to each run's metric means, is 0.000 → 0.000" in table

@@ -106,3 +106,11 @@ def test_mean_interval_is_scipys_bootstrap() -> None:
     assert (interval.low, interval.high) == pytest.approx((expected.low, expected.high))
     assert stats.mean_interval([1.0, 1.0, 1.0], seed=0) == stats.Interval(1.0, 1.0)
     assert stats.mean_interval([0.4], seed=0) is None
+
+
+def test_holm_steps_are_the_divisors_of_the_sorted_p_values() -> None:
+    # Sorted: 0.01 (÷3), 0.03 (÷2), 0.2 (÷1); given in another order.
+    assert stats.holm_steps([0.2, 0.01, 0.03]) == [1, 3, 2]
+    assert stats.holm_steps([]) == []
+    adjusted = stats.holm([0.2, 0.01, 0.03])
+    assert adjusted[1] == pytest.approx(0.01 * 3) and adjusted[2] == pytest.approx(0.03 * 2)
