@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import structlog
@@ -25,7 +26,7 @@ from pydantic import BaseModel
 
 from trace_scorer.config.judge import JudgeSettings
 from trace_scorer.judge.cache import RequestCache, request_key
-from trace_scorer.judge.errors import JudgeCallError, NoValidAnswerError, ProviderCallError
+from trace_scorer.judge.errors import BudgetSpentError, JudgeCallError, NoValidAnswerError, ProviderCallError
 from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
 from trace_scorer.judge.render import render_conversation
 from trace_scorer.judge.structured import AnswerRejected, parse_answer, schema_name, strict_json_schema
@@ -124,6 +125,28 @@ class Judge:
         self.on_retry: Callable[[str, str, float], None] | None = None
         #: Bounds each judged metric of a sample (:meth:`bounded`); tests inject one they expire.
         self.deadline: Deadline = system_deadline
+        #: Today's date in UTC, for ``max_cost_usd_per_day`` (tests inject another).
+        self.today: Callable[[], date] = lambda: datetime.now(UTC).date()
+        self._spent_run = 0.0
+        self._spent_day: tuple[date, float] | None = None
+
+    def _spend(self, usage: Usage) -> None:
+        cost = usage.cost or 0.0  # a model without a price counts nothing (docs/judges.md)
+        self._spent_run += cost
+        today = self.today()
+        day, spent = self._spent_day if self._spent_day is not None and self._spent_day[0] == today else (today, 0.0)
+        self._spent_day = (day, spent + cost)
+
+    def budget_left(self) -> str | None:
+        """Why no more judge calls may be made (a budget is spent), or None."""
+        limit = self.settings.max_cost_usd
+        if limit is not None and self._spent_run >= limit:
+            return f"the judge budget of ${limit:g} for this run is spent (${self._spent_run:.4f})"
+        limit = self.settings.max_cost_usd_per_day
+        day = self._spent_day
+        if limit is not None and day is not None and day[0] == self.today() and day[1] >= limit:
+            return f"the judge budget of ${limit:g} for today (UTC) is spent (${day[1]:.4f})"
+        return None
 
     def use_deadline(self, deadline: Deadline) -> None:
         """Use ``deadline`` for the metric deadline and every provider's request deadline (tests)."""
@@ -162,6 +185,17 @@ class Judge:
     def chat_models(self) -> tuple[str, ...]:
         """Every configured chat model, as ``provider/model-id``, in configuration order."""
         return tuple(self._models)
+
+    def structured_mode(self, model: str) -> str:
+        """The structured-output mode ``model`` (``provider/model-id``) is asked in now: its provider's
+        ``structured_output``, or the mode it stepped down to (``check`` shows it)."""
+        ref = self._models[model]
+        return self._providers[ref.provider].mode(ref.model_id)
+
+    def provider_of(self, model: str) -> tuple[Provider, str]:
+        """The provider serving ``model`` (``provider/model-id``) and the model's id there (the probe)."""
+        ref = self._models[model]
+        return self._providers[ref.provider], ref.model_id
 
     def resolve_models(self, names: Sequence[str] | None) -> tuple[str, ...]:
         """The models a metric runs on (its ``models`` option; None: all). Raises ValueError on unknowns."""
@@ -251,8 +285,13 @@ class Judge:
         context: dict[str, Any] | None = None,
         temperature: float | None = None,
         sample_index: int = 0,
+        json_schema: dict[str, Any] | None = None,
     ) -> Answer[T]:
         """Ask ``model`` one question; raises :class:`JudgeCallError` when no valid answer comes.
+
+        ``json_schema`` is sent instead of ``schema``'s own closed JSON schema when given: the same shape
+        with this question's constraints (e.g. the allowed topics as an enum), for a server's grammar to
+        enforce; the answer is still validated by ``schema``.
 
         ``sample_index`` tells apart the samples of a vote: it is part of the cache key, so a vote of
         three is three answers, never one answer replayed.
@@ -266,7 +305,7 @@ class Judge:
             model=model,
             messages=messages,
             schema=schema_name(schema),
-            schema_json=strict_json_schema(schema),
+            schema_json=json_schema if json_schema is not None else strict_json_schema(schema),
             temperature=temperature,
             max_tokens=self.settings.max_tokens,
             sample_index=sample_index,
@@ -278,7 +317,7 @@ class Judge:
         async def call() -> Answer[Any]:
             nonlocal made_the_call
             made_the_call = True
-            return await self._ask_uncached(run, ref, template, messages, schema, context, temperature)
+            return await self._ask_uncached(run, ref, template, messages, schema, context, temperature, json_schema)
 
         asking = _ASKING.get()
         if asking is not None:
@@ -313,7 +352,10 @@ class Judge:
         schema: type[T],
         context: dict[str, Any] | None,
         temperature: float,
+        json_schema: dict[str, Any] | None = None,
     ) -> Answer[T]:
+        if (spent_budget := self.budget_left()) is not None:
+            raise BudgetSpentError(ref.name, spent_budget)
         provider = self._providers[ref.provider]
         conversation = list(messages)
         spent = Usage()
@@ -337,6 +379,7 @@ class Judge:
                         temperature=temperature,
                         max_tokens=self.settings.max_tokens,
                         on_retry=self._retried(ref.name),
+                        json_schema=json_schema,
                     )
                 except JudgeCallError as exc:
                     if generation is not None:
@@ -349,6 +392,7 @@ class Judge:
                         generation.failed(f"{type(exc).__name__}: {exc}")
                     raise
                 spent += completion.usage
+                self._spend(completion.usage)
                 try:
                     value = parse_answer(completion.text, schema, context)
                 except AnswerRejected as exc:

@@ -56,11 +56,20 @@ async def send_retrying(
     call: Callable[[], Awaitable[T]],
 ) -> T:
     """``await call()`` under the provider's retry policy: each attempt in one of the provider's slots and
-    within the request deadline. The last error is raised once the retries run out."""
+    within the request deadline. The last error is raised once the retries run out.
+
+    A timed-out attempt keeps its slot as long again before it is retried: a server that queues (llama.cpp,
+    Ollama) finishes requests whose client gave up, so a retry sent at once would wait behind it and a
+    timeout would multiply the server's work."""
 
     async def attempt() -> T:
         async with limits.slot():
-            return await within_deadline(deadline, seconds, url, call)
+            started = limits.now()
+            try:
+                return await within_deadline(deadline, seconds, url, call)
+            except openai.APITimeoutError:
+                await limits.hold(limits.now() - started)
+                raise
 
     return await run_retrying(retrying, attempt)
 

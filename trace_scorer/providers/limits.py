@@ -59,6 +59,16 @@ class ProviderLimits:
         if self.requests_per_minute:
             self._limiter = gate_for(provider, self.requests_per_minute)
 
+    def now(self) -> float:
+        return self._clock()
+
+    async def hold(self, seconds: float) -> None:
+        """Keep the caller's slot ``seconds`` longer (a timed-out request the server may still be running).
+
+        Under a second is not held: a request that short is no work worth waiting out."""
+        if seconds >= 1.0:
+            await self._sleep(seconds)
+
     def pause(self, seconds: float) -> None:
         """Hold new requests for ``seconds`` (the provider said Retry-After): don't hammer a throttled API."""
         self._resume_at = max(self._resume_at, self._clock() + seconds)
