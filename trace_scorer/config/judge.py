@@ -53,6 +53,9 @@ class ProviderSettings(StrictModel):
     requests_per_minute: float | None = Field(default=None, gt=0)
     #: Requests in flight at once to this provider, over all models and metrics.
     max_concurrency: int = Field(default=16, ge=1, le=1024)
+    #: Let the bound on requests in flight follow the server's latency, under ``max_concurrency``: for a
+    #: local server that runs one request at a time and queues the rest silently (docs/judges.md).
+    adaptive_concurrency: bool = False
     #: Per connect and per read of the answer (the aiohttp transport's timeouts: a server trickling bytes
     #: never reaches it; sending is bounded by ``request_deadline`` only); a timeout is retried like a 5xx.
     timeout: Duration = 60.0

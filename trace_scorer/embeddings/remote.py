@@ -59,7 +59,13 @@ class EmbeddingProvider:
         #: ``timeout``, ``connection_error``) and the wait before the next attempt.
         self.on_retry: Callable[[str, str, float], None] | None = None
         self.settings = settings
-        self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock)
+        self.limits = ProviderLimits(
+            settings.max_concurrency,
+            settings.requests_per_minute,
+            sleep=sleep,
+            clock=clock,
+            adaptive=settings.adaptive_concurrency,
+        )
         self._retry = retry
         self._http, self._client = open_client(settings, api_key, http_client)
         self._closed = False

@@ -128,7 +128,13 @@ class Provider:
         #: Bounds each HTTP request in all (``settings.deadline`` seconds, the answer's body included).
         self.deadline = deadline
         self.settings = settings
-        self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock)
+        self.limits = ProviderLimits(
+            settings.max_concurrency,
+            settings.requests_per_minute,
+            sleep=sleep,
+            clock=clock,
+            adaptive=settings.adaptive_concurrency,
+        )
         self._retry = retry
         self._http, self.client = open_client(settings, api_key, http_client)
         self._modes: dict[str, StructuredOutput] = {}

@@ -66,10 +66,13 @@ async def send_retrying(
         async with limits.slot():
             started = limits.now()
             try:
-                return await within_deadline(deadline, seconds, url, call)
+                answer = await within_deadline(deadline, seconds, url, call)
             except openai.APITimeoutError:
+                limits.timed_out()
                 await limits.hold(limits.now() - started)
                 raise
+            limits.answered(limits.now() - started)
+            return answer
 
     return await run_retrying(retrying, attempt)
 
