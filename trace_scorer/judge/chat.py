@@ -102,6 +102,15 @@ class _Answer:
         return cls(text, _text(choice.get("finish_reason")), _text(body.get("model")), tokens)
 
 
+class _Rejected(Exception):
+    """The endpoint refused ``mode``'s parameter (``error``): the model steps down."""
+
+    def __init__(self, mode: StructuredOutput, error: openai.APIStatusError) -> None:
+        super().__init__(mode)
+        self.mode = mode
+        self.error = error
+
+
 def rejects_mode(exc: BaseException, mode: StructuredOutput) -> bool:
     """Whether ``exc`` is the server refusing ``mode``'s parameter (a 400/422/500 naming it)."""
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in _REJECTION_STATUSES:
@@ -167,16 +176,13 @@ class Provider:
         that failed, the wait)."""
         sent = json_schema if json_schema is not None else strict_json_schema(schema)
         while True:
-            mode = self.mode(model_id)
             try:
                 return await self._complete(
-                    model_id, messages, schema_name(schema), sent, temperature, max_tokens, mode, on_retry
+                    model_id, messages, schema_name(schema), sent, temperature, max_tokens, on_retry
                 )
-            except openai.APIStatusError as exc:
-                lower = STEP_DOWN[mode]
-                if lower is None or not rejects_mode(exc, mode):
-                    raise
-                if self.mode(model_id) != mode:
+            except _Rejected as rejected:
+                mode, lower = rejected.mode, STEP_DOWN[rejected.mode]
+                if lower is None or self.mode(model_id) != mode:
                     continue  # a concurrent request of this model stepped down already
                 log.warning(
                     "judge.structured_output.step_down",
@@ -184,7 +190,7 @@ class Provider:
                     model=model_id,
                     rejected=mode,
                     now=lower,
-                    error=describe_error(exc),
+                    error=describe_error(rejected.error),
                 )
                 self._modes[model_id] = lower
 
@@ -196,41 +202,41 @@ class Provider:
         schema: dict[str, Any],
         temperature: float,
         max_tokens: int,
-        mode: StructuredOutput,
         on_retry: OnRetry | None = None,
     ) -> Completion:
-        # The request body as JSON, sent with the SDK's documented ``post``: ``chat.completions.create``
-        # would first walk every message and the JSON schema through its TypedDict transform, ~40 % of
-        # the client's CPU a call (bench/bench_llm_client.py) for a body that is plain JSON already.
-        body: dict[str, Any] = {
-            "model": model_id,
-            "messages": list(messages),
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-        }
-        body.update(request_fields(mode, name, schema if mode == "json_schema" else inline_refs(schema)))
-        retrying = self._retry.retrying(
-            on_retry_after=self.limits.pause,
-            on_retry=on_retry,
-            permanent=lambda exc: STEP_DOWN[mode] is not None and rejects_mode(exc, mode),
-        )
+        # The mode is read when the request is sent (in its turn for a slot), not when it was asked
+        # for: requests queued behind the one that stepped down go out in the mode that works.
+        modes: list[StructuredOutput] = []
+
+        def send() -> Any:
+            mode = self.mode(model_id)
+            modes.append(mode)
+            # The request body as JSON, sent with the SDK's documented ``post``: ``chat.completions.create``
+            # would first walk every message and the JSON schema through its TypedDict transform, ~40 % of
+            # the client's CPU a call (bench/bench_llm_client.py) for a body that is plain JSON already.
+            body: dict[str, Any] = {
+                "model": model_id,
+                "messages": list(messages),
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+            }
+            body.update(request_fields(mode, name, schema if mode == "json_schema" else inline_refs(schema)))
+            # ``cast_to=object``: the answer's JSON as parsed, read by _Answer (building the SDK's
+            # ChatCompletion model took ~15 % of the client's CPU a call for five fields).
+            return self.client.post("/chat/completions", body=body, cast_to=object)
+
+        def refused(exc: BaseException) -> bool:
+            return bool(modes) and STEP_DOWN[modes[-1]] is not None and rejects_mode(exc, modes[-1])
+
+        retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=on_retry, permanent=refused)
         started = time.time()
         clock = time.monotonic()
         url = f"{self.settings.base_url}/chat/completions"
         try:
-            response = await send_retrying(
-                retrying,
-                self.limits,
-                self.deadline,
-                self.settings.deadline,
-                url,
-                # ``cast_to=object``: the answer's JSON as parsed, read by _Answer (building the SDK's
-                # ChatCompletion model took ~15 % of the client's CPU a call for five fields).
-                lambda: self.client.post("/chat/completions", body=body, cast_to=object),
-            )
+            response = await send_retrying(retrying, self.limits, self.deadline, self.settings.deadline, url, send)
         except openai.APIStatusError as exc:
-            if STEP_DOWN[mode] is not None and rejects_mode(exc, mode):
-                raise  # the caller steps down
+            if refused(exc):
+                raise _Rejected(modes[-1], exc) from exc  # the caller steps down
             raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
         except openai.OpenAIError as exc:
             raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
@@ -245,7 +251,7 @@ class Provider:
             usage=usage,
             finish_reason=answer.finish_reason,
             response_model=answer.model,
-            mode=mode,
+            mode=modes[-1],
             attempts=retrying.statistics.get("attempt_number", 1),
             started=started,
             seconds=time.monotonic() - clock,

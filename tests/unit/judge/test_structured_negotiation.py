@@ -4,6 +4,7 @@ of such a refusal, the mode remembered, tool calls read, and the per-sample cons
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -151,3 +152,19 @@ async def test_topic_adherence_sends_the_reference_topics_as_an_enum(
     assert listed["minItems"] == listed["maxItems"] == 2
     assert listed["items"]["additionalProperties"] is False
     assert listed["items"]["required"] == ["topic", "covered"]
+
+
+async def test_requests_queued_behind_the_refused_one_go_out_in_the_mode_that_works(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
+    def llama_cpp(body: dict[str, Any]) -> httpx.Response | str:
+        return httpx.Response(500, json=LLAMA_CPP_500) if mode_of(body) == "json_schema" else verdict(1)
+
+    llm.on("a", llama_cpp)
+    judge = await make_judge(provider("p", "a", max_concurrency=1))
+    metric = critic(judge)
+    outcomes = await asyncio.gather(*(metric.score(booking_sample(id=str(i), response=f"Answer {i}"), {}) for i in range(4)))
+    assert all(isinstance(o, Score) for o in outcomes)
+    # the mode is read when a request gets its turn: one refusal, not one per request asked for at once
+    assert [mode_of(r) for r in llm.requests].count("json_schema") == 1
+    assert len(llm.requests) == 5
