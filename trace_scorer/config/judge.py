@@ -67,6 +67,9 @@ class ProviderSettings(StrictModel):
     #: (Ollama's ``format``), "tools" (a forced tool call), "json_object" (JSON mode) or "none" (prompt
     #: only). Stepped down in that order for a model whose endpoint rejects the parameter (docs/judges.md).
     structured_output: StructuredOutput = "json_schema"
+    #: Context window per model id, in tokens: judge prompts are fitted into it (docs/judges.md "Context").
+    #: Unset for a model: learned from the server's first "maximum context length is N tokens" answer.
+    context_tokens: dict[str, int] = Field(default_factory=dict)
     #: Optional prices by model id (USD per 1M tokens) to turn token usage into cost.
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     #: Extra HTTP headers on every request (e.g. OpenRouter's HTTP-Referer / X-Title).
@@ -113,6 +116,12 @@ class ProviderSettings(StrictModel):
         unknown = sorted(set(self.prices) - known)
         if unknown:
             raise ValueError(f"prices for models this provider does not list: {', '.join(unknown)}")
+        unknown = sorted(set(self.context_tokens) - known)
+        if unknown:
+            raise ValueError(f"context_tokens for models this provider does not list: {', '.join(unknown)}")
+        small = sorted(m for m, n in self.context_tokens.items() if n < 256)
+        if small:
+            raise ValueError(f"context_tokens below 256 for {', '.join(small)}: no judge prompt fits")
         return self
 
 

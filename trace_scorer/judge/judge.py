@@ -13,6 +13,7 @@ pipeline wraps around every judged metric: running out fails that metric, never 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -28,7 +29,7 @@ from trace_scorer.config.judge import JudgeSettings
 from trace_scorer.judge.cache import RequestCache, request_key
 from trace_scorer.judge.errors import BudgetSpentError, JudgeCallError, NoValidAnswerError, ProviderCallError
 from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
-from trace_scorer.judge.render import render_conversation
+from trace_scorer.judge.render import fit_rendered, render_conversation
 from trace_scorer.judge.structured import AnswerRejected, parse_answer, schema_name, strict_json_schema
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import GateFor
@@ -44,6 +45,22 @@ log = structlog.get_logger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
+
+#: Characters per token when fitting a prompt into a context window: an estimate on the safe side (English
+#: runs ~4 with common tokenizers, Russian ~3); the server's overflow answer is the backstop.
+CHARS_PER_TOKEN = 3.0
+#: Tokens kept free beside the estimate (chat template tokens, the estimate's error).
+CONTEXT_MARGIN_TOKENS = 64
+#: A conversation is never cut below this (the question would not make sense).
+MIN_CONVERSATION_CHARS = 400
+_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens")
+
+
+def context_overflow(message: str) -> int | None:
+    """The window an overflow error names ("maximum context length is N tokens": OpenAI, vLLM, llama.cpp)."""
+    match = _OVERFLOW.search(message)
+    return int(match.group(1)) if match else None
+
 
 #: The models being asked, and how many asks of each are in flight, on behalf of the judged metric that
 #: :meth:`Judge.bounded` is running (shared by the tasks the metric starts: they copy the context).
@@ -129,6 +146,10 @@ class Judge:
         self.today: Callable[[], date] = lambda: datetime.now(UTC).date()
         self._spent_run = 0.0
         self._spent_day: tuple[date, float] | None = None
+        #: Context windows in tokens by model: configured (``context_tokens``), or learned from an overflow.
+        self._context: dict[str, int] = {
+            f"{p.name}/{m}": n for p in providers for m, n in p.settings.context_tokens.items()
+        }
 
     def _spend(self, usage: Usage) -> None:
         cost = usage.cost or 0.0  # a model without a price counts nothing (docs/judges.md)
@@ -299,6 +320,56 @@ class Judge:
         ref = self._models.get(model)
         if ref is None:
             raise JudgeCallError(model, f"unknown judge model {model!r}")
+        try:
+            return await self._ask_fitted(
+                run, model, ref, template, schema, data, params, context, temperature, sample_index, json_schema
+            )
+        except ProviderCallError as exc:
+            window = context_overflow(exc.message)
+            if window is None or self._context.get(model) == window:
+                raise  # not an overflow, or already fitted to this window: the message says why
+            self._context[model] = window  # learned from the server: fit and ask once more
+            log.info("judge.context_learned", model=model, context_tokens=window)
+            return await self._ask_fitted(
+                run, model, ref, template, schema, data, params, context, temperature, sample_index, json_schema
+            )
+
+    def context_tokens(self, model: str) -> int | None:
+        """The context window of ``model`` in tokens: configured, or learned from an overflow answer."""
+        return self._context.get(model)
+
+    def _fit(
+        self, model: str, template: PromptTemplate, data: Mapping[str, str], params: Mapping[str, str] | None
+    ) -> Mapping[str, str]:
+        """``data`` with its conversation cut (from the middle, marked) so the prompt fits the model's
+        window: window − max_tokens − the rest of the prompt, at :data:`CHARS_PER_TOKEN` characters a token."""
+        window = self._context.get(model)
+        conversation = data.get("conversation")
+        if window is None or conversation is None:
+            return data
+        rest = build_messages(template, self.language, data={**data, "conversation": ""}, params=params)
+        rest_tokens = sum(len(m["content"]) for m in rest) / CHARS_PER_TOKEN
+        budget = window - self.settings.max_tokens - rest_tokens - CONTEXT_MARGIN_TOKENS
+        max_chars = max(MIN_CONVERSATION_CHARS, int(budget * CHARS_PER_TOKEN))
+        if len(conversation) <= max_chars:
+            return data
+        return {**data, "conversation": fit_rendered(conversation, max_chars)}
+
+    async def _ask_fitted(
+        self,
+        run: JudgeRun,
+        model: str,
+        ref: ModelRef,
+        template: PromptTemplate,
+        schema: type[T],
+        data: Mapping[str, str],
+        params: Mapping[str, str] | None,
+        context: dict[str, Any] | None,
+        temperature: float | None,
+        sample_index: int,
+        json_schema: dict[str, Any] | None,
+    ) -> Answer[T]:
+        data = self._fit(model, template, data, params)
         messages = build_messages(template, self.language, data=data, params=params)
         temperature = self.settings.temperature if temperature is None else temperature
         key = request_key(

@@ -163,7 +163,9 @@ async def test_requests_queued_behind_the_refused_one_go_out_in_the_mode_that_wo
     llm.on("a", llama_cpp)
     judge = await make_judge(provider("p", "a", max_concurrency=1))
     metric = critic(judge)
-    outcomes = await asyncio.gather(*(metric.score(booking_sample(id=str(i), response=f"Answer {i}"), {}) for i in range(4)))
+    outcomes = await asyncio.gather(
+        *(metric.score(booking_sample(id=str(i), response=f"Answer {i}"), {}) for i in range(4))
+    )
     assert all(isinstance(o, Score) for o in outcomes)
     # the mode is read when a request gets its turn: one refusal, not one per request asked for at once
     assert [mode_of(r) for r in llm.requests].count("json_schema") == 1
