@@ -50,7 +50,7 @@ def run_fleet(replicas: int, traces: int, concurrency: int, batch_size: int, url
     options = LangfuseOptions(version="4.60.0", scenario=scenario, validate_answers="sample", keep_score_details=False)
     with (
         start_langfuse(options, mode="process") as lf,
-        start_openai(OpenAIOptions(faults=FaultConfig(latency=LLM_LATENCY)), mode="process") as llm,
+        start_openai(OpenAIOptions(profile="openai", faults=FaultConfig(latency=LLM_LATENCY)), mode="process") as llm,
     ):
         target = production_target(
             ["tool_call_accuracy", POLITE], references=PRODUCTION_REFERENCES, **backlog_timing(scenario)

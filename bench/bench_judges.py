@@ -166,7 +166,7 @@ def main() -> int:
     parser.add_argument("--sample-concurrency", type=int, default=64, help="samples scored at once")
     args = parser.parse_args()
 
-    options = OpenAIOptions(faults=FaultConfig(latency=args.delay))
+    options = OpenAIOptions(profile="openai", faults=FaultConfig(latency=args.delay))
     with start_openai(options, mode="process") as llm:
         status = asyncio.run(run(args, llm))
         served = llm.stats()

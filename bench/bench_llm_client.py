@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     rows = []
-    with start_openai(OpenAIOptions(faults=FaultConfig(latency=args.latency)), mode="process") as llm:
+    with start_openai(OpenAIOptions(profile="openai", faults=FaultConfig(latency=args.latency)), mode="process") as llm:
         for kind in kinds:
             ms, wall = asyncio.run(cpu_per_request(kind, f"{llm.url}/v1", args.requests, args.concurrency))
             rows.append((kind, ms, wall))

@@ -247,7 +247,7 @@ def run_worker(
     llm: OpenAIHandle | None = None
     with start_langfuse(options, mode="process") as lf, busy_core(hog):
         if llm_latency is not None:
-            llm = start_openai(OpenAIOptions(faults=FaultConfig(latency=llm_latency)), mode="process")
+            llm = start_openai(OpenAIOptions(profile="openai", faults=FaultConfig(latency=llm_latency)), mode="process")
         try:
             target = production_target(metrics, references=PRODUCTION_REFERENCES, **backlog_timing(scenario))
             env = worker_environment(
@@ -352,7 +352,7 @@ def run_peer(traces: int, concurrency: int, fetch_batch_size: int, faults: Fault
     )
     with (
         start_langfuse(options, mode="process") as lf,
-        start_openai(OpenAIOptions(faults=FaultConfig(latency=LLM_LATENCY)), mode="process") as llm,
+        start_openai(OpenAIOptions(profile="openai", faults=FaultConfig(latency=LLM_LATENCY)), mode="process") as llm,
     ):
         env = worker_environment(lf, llm, llm_concurrency=concurrency, inherit=False)
         target = TargetSettings.model_validate(

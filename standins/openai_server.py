@@ -1,5 +1,12 @@
 """An OpenAI-compatible stand-in on 127.0.0.1: chat completions with structured output, and embeddings.
 
+It models a real server by **profile** (:data:`PROFILES`; which server versions each follows:
+docs/judges.md): the structured-output parameters it takes and the status it refuses the others with,
+whether it runs one completion at a time (a request whose client gave up still runs to its end and holds
+the queue), and whether an unknown model is served by the default model (its name echoed) or answered 404.
+The default profile is llama-cpp-python's server, the harshest seen: tests that need another say so.
+At temperature > 0 answers vary from request to request, as sampling does (votes differ).
+
 - ``POST /v1/chat/completions``: the answer is JSON valid for the requested ``response_format``
   (``json_schema``: generated from the schema itself; ``json_object`` / none: the judge's answer format
   recognised from the prompt). Every choice — verdicts, booleans, list lengths, wording — is drawn from a
@@ -24,6 +31,7 @@ prints ``{"port", "url", "pid"}`` when it listens.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 import json
@@ -34,7 +42,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from standins.base import Routed, StandinApp
 from standins.faults import FaultConfig, format_retry_after
@@ -60,26 +68,109 @@ SENTENCES = [
 OFF_TOPICS = ["weather small talk", "sports results", "celebrity news", "cooking tips"]
 
 
+@dataclass(frozen=True)
+class ServerProfile:
+    """What one real server does where servers differ (written from its docs and code)."""
+
+    name: str
+    #: The server and versions the profile follows.
+    follows: str
+    #: ``response_format.type`` values it takes; another is refused with ``format_error_status``.
+    response_formats: frozenset[str]
+    format_error_status: int
+    #: Honours ``{"type": "json_object", "schema": …}`` (llama.cpp's servers) instead of ignoring the schema.
+    json_object_schema: bool
+    #: Top-level structured-output fields it enforces (vLLM's ``structured_outputs``).
+    schema_fields: frozenset[str]
+    #: A top-level field it does not know is refused (400) rather than ignored.
+    rejects_unknown_fields: bool
+    #: Honours a forced tool call (``tools`` + ``tool_choice`` naming a function).
+    tools: bool
+    #: Runs one completion at a time; the others wait, silently (no 429/503).
+    one_at_a_time: bool
+    #: An unknown model: served by the default model with its name echoed, or 404 with this message.
+    unknown_model: Literal["default"] | str
+
+    def format_error(self, kind: str) -> tuple[int, dict[str, Any]]:
+        """The status and body with which the server refuses ``response_format.type == kind``."""
+        if self.name == "llama_cpp":  # FastAPI's validation error, surfaced as a 500 by its error handler
+            detail = (
+                "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                f"'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}}]"
+            )
+            return 500, {"error": {"message": detail, "type": "internal_server_error", "param": None, "code": None}}
+        message = f"Invalid value: '{kind}'. Supported values are: " + ", ".join(
+            f"'{t}'" for t in sorted(self.response_formats)
+        )
+        error = {"message": message, "type": "invalid_request_error", "param": "response_format.type", "code": None}
+        return self.format_error_status, {"error": error}
+
+
+#: The profiles, by name. Sources: OpenAI's API reference (structured outputs, errors); llama-cpp-python
+#: 0.3.36 ``llama_cpp/server/types.py`` + ``app.py`` (seen on the real server here); Ollama's
+#: ``openai/openai.go`` and docs/openai.md (0.5+: ``json_schema``; unknown fields ignored; parallel 1 on
+#: small machines); vLLM's OpenAI server docs and ``protocol.py`` (0.10–0.11: ``structured_outputs``).
+PROFILES: dict[str, ServerProfile] = {
+    "openai": ServerProfile(
+        "openai", "OpenAI API, chat completions (2025)",
+        frozenset({"text", "json_object", "json_schema"}), 400, json_object_schema=False,
+        schema_fields=frozenset(), rejects_unknown_fields=True, tools=True, one_at_a_time=False,
+        unknown_model="The model `{model}` does not exist or you do not have access to it.",
+    ),
+    "llama_cpp": ServerProfile(
+        "llama_cpp", "llama-cpp-python[server] 0.3.36",
+        frozenset({"text", "json_object"}), 500, json_object_schema=True,
+        schema_fields=frozenset(), rejects_unknown_fields=False, tools=False, one_at_a_time=True,
+        unknown_model="default",
+    ),
+    "ollama": ServerProfile(
+        "ollama", "Ollama 0.5–0.12, /v1 (OpenAI compatibility)",
+        frozenset({"text", "json_object", "json_schema"}), 400, json_object_schema=False,
+        schema_fields=frozenset(), rejects_unknown_fields=False, tools=True, one_at_a_time=True,
+        unknown_model='model "{model}" not found, try pulling it first',
+    ),
+    "vllm": ServerProfile(
+        "vllm", "vLLM 0.10–0.11, OpenAI-compatible server",
+        frozenset({"text", "json_object", "json_schema", "structural_tag"}), 400, json_object_schema=False,
+        schema_fields=frozenset({"structured_outputs"}), rejects_unknown_fields=False, tools=True,
+        one_at_a_time=False, unknown_model="The model `{model}` does not exist.",
+    ),
+}  # fmt: skip
+
+#: Top-level fields of the chat request every profile knows (the rest are "unknown" to OpenAI).
+KNOWN_FIELDS = frozenset(
+    {"model", "messages", "temperature", "max_tokens", "max_completion_tokens", "n", "response_format",
+     "tools", "tool_choice", "stream", "seed", "top_p", "stop", "user", "logprobs", "top_logprobs",
+     "presence_penalty", "frequency_penalty", "parallel_tool_calls"}
+)  # fmt: skip
+
+
 @dataclass
 class OpenAIOptions:
     faults: FaultConfig = field(default_factory=FaultConfig)
+    #: The real server modelled (:data:`PROFILES`); llama.cpp's, the harshest, by default.
+    profile: str = "llama_cpp"
     #: How often a verdict (or a boolean) is "yes".
     yes_rate: float = 0.7
     #: Share of answers that are not valid for the requested schema (the judge asks again).
     invalid_rate: float = 0.0
-    #: Answer 400 to ``response_format`` (an endpoint without structured output).
+    #: Answer 400 to ``response_format`` (an endpoint without structured output), whatever the profile.
     reject_response_format: bool = False
     embedding_dim: int = 64
-    #: When set, other models answer 404.
+    #: When set, the models served; another is answered as the profile does (404, or the default model).
     models: list[str] | None = None
     #: When set, requests must carry ``Authorization: Bearer <api_key>``.
     api_key: str | None = None
 
 
-def request_seed(body: dict[str, Any]) -> str:
-    """The hash answers are drawn from: model, messages and response format (not temperature)."""
+def request_seed(body: dict[str, Any], draw: int = 0) -> str:
+    """The hash answers are drawn from: model, messages, response format, and at temperature > 0 the
+    server's draw count (sampling: the same request gets different answers)."""
+    temperature = body.get("temperature")
+    sampled = draw if isinstance(temperature, int | float) and temperature > 0 else 0
     canonical = json.dumps(
-        {"model": body.get("model"), "messages": body.get("messages"), "format": body.get("response_format")},
+        {"model": body.get("model"), "messages": body.get("messages"), "format": body.get("response_format"),
+         "draw": sampled},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -211,16 +302,38 @@ _PROMPT_SCHEMAS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def synthesize(body: dict[str, Any], yes_rate: float) -> tuple[str, str]:
+def enforced_schema(body: dict[str, Any], profile: ServerProfile) -> tuple[str, dict[str, Any]] | None:
+    """(name, schema) when the request asks for a schema in a form ``profile`` enforces, else None."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        return str(spec.get("name", "")), spec.get("schema") or {}
+    if fmt.get("type") == "json_object" and profile.json_object_schema and isinstance(fmt.get("schema"), dict):
+        return "json_object_schema", fmt["schema"]
+    outputs = body.get("structured_outputs")
+    wanted = isinstance(outputs, dict) and isinstance(outputs.get("json"), dict)
+    if "structured_outputs" in profile.schema_fields and wanted:
+        return "structured_outputs", outputs["json"]
+    choice = body.get("tool_choice")
+    if profile.tools and isinstance(choice, dict) and body.get("tools"):
+        for tool in body["tools"]:
+            function = tool.get("function") or {}
+            if function.get("name") == (choice.get("function") or {}).get("name"):
+                return str(function["name"]), function.get("parameters") or {}
+    return None
+
+
+def synthesize(
+    body: dict[str, Any], yes_rate: float, profile: ServerProfile | None = None, draw: int = 0
+) -> tuple[str, str]:
     """(schema name or mode, the answer's JSON text) for a chat request."""
-    rng = random.Random(request_seed(body))
+    rng = random.Random(request_seed(body, draw))
     prompt = _user_text(body)
     fmt = body.get("response_format") or {}
     topics = reference_topics(prompt)
-    if fmt.get("type") == "json_schema":
-        spec = fmt.get("json_schema") or {}
-        name = str(spec.get("name", ""))
-        schema = spec.get("schema") or {}
+    enforced = enforced_schema(body, profile or PROFILES["openai"])
+    if enforced is not None:
+        name, schema = enforced
         if name == "TopicAnswer" or (topics is not None and "reference_topics" in (schema.get("properties") or {})):
             return name, json.dumps(_topic_answer(rng, yes_rate, topics or []))
         return name, json.dumps(Synthesizer(schema, rng, yes_rate, prompt).value(schema), ensure_ascii=False)
@@ -267,6 +380,12 @@ class OpenAIApp(StandinApp):
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.embedded = 0
+        self._slot: asyncio.Lock | None = None
+        #: Requests queued behind the one running (a one-at-a-time profile), now and at most.
+        self.waiting = 0
+        self.most_waiting = 0
+        #: Sampled answers drawn so far (at temperature > 0 each draw differs).
+        self.draws = 0
 
     # --- routing -----------------------------------------------------------------------------
 
@@ -305,14 +424,50 @@ class OpenAIApp(StandinApp):
                 self.violation(f"{label}: {problem}")
                 return Routed(label, answer=self.error_response(400, problem))
             model = body.get("model")
-            if self.options.models is not None and model not in self.options.models:
-                return Routed(label, answer=self.error_response(404, f"The model `{model}` does not exist"))
+            unknown = self.profile.unknown_model
+            if self.options.models is not None and model not in self.options.models and unknown != "default":
+                return Routed(label, answer=self.error_response(404, unknown.format(model=model)))
             if label.endswith("completions") and self.options.reject_response_format and body.get("response_format"):
                 return Routed(
                     label,
                     answer=self.error_response(400, "response_format json_schema is not supported by this endpoint"),
                 )
+            if label.endswith("completions") and (refused := self._refused(body)) is not None:
+                return Routed(label, answer=refused)
         return Routed(label, request.raw_path)
+
+    @property
+    def profile(self) -> ServerProfile:
+        return PROFILES[self.options.profile]
+
+    def _refused(self, body: dict[str, Any]) -> Response | None:
+        """The profile's answer to structured-output parameters it does not take (None: it takes them)."""
+        profile = self.profile
+        if profile.rejects_unknown_fields:
+            for name in sorted(set(body) - KNOWN_FIELDS):
+                return self.error_response(400, f"Unrecognized request argument supplied: {name}")
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict):
+            if fmt.get("type") not in profile.response_formats:
+                status, payload = profile.format_error(str(fmt.get("type")))
+                return Response.json(status, payload)
+            if profile.rejects_unknown_fields and set(fmt) - {"type", "json_schema"}:
+                extra = sorted(set(fmt) - {"type", "json_schema"})[0]
+                return self.error_response(400, f"Unrecognized request argument supplied: response_format.{extra}")
+        return None
+
+    async def handle(self, request: Request) -> Response:
+        """A profile that runs one completion at a time queues the rest silently; a request whose client
+        gave up still runs to its end (the HTTP server never cancels a handler) and holds the queue."""
+        if not (self.profile.one_at_a_time and request.raw_path == "/v1/chat/completions"):
+            return await super().handle(request)
+        if self._slot is None:
+            self._slot = asyncio.Lock()
+        self.waiting += 1
+        self.most_waiting = max(self.most_waiting, self.waiting)
+        async with self._slot:
+            self.waiting -= 1
+            return await super().handle(request)
 
     @staticmethod
     def _check_request(label: str, body: Any) -> str | None:
@@ -348,8 +503,9 @@ class OpenAIApp(StandinApp):
                 return f"'{key}' must be a positive integer"
         fmt = body.get("response_format")
         if fmt is not None:
-            if not isinstance(fmt, dict) or fmt.get("type") not in ("json_schema", "json_object", "text"):
-                return "'response_format.type' must be json_schema, json_object or text"
+            known = set().union(*(p.response_formats for p in PROFILES.values()))
+            if not isinstance(fmt, dict) or fmt.get("type") not in known:
+                return f"'response_format.type' must be one of {sorted(known)}"
             if fmt["type"] == "json_schema":
                 spec = fmt.get("json_schema")
                 if not isinstance(spec, dict) or not SCHEMA_NAME.match(str(spec.get("name", ""))):
@@ -374,8 +530,9 @@ class OpenAIApp(StandinApp):
         return self._chat(body)
 
     def _chat(self, body: dict[str, Any]) -> Response:
-        name, content = synthesize(body, self.options.yes_rate)
-        seed = request_seed(body)
+        self.draws += 1
+        name, content = synthesize(body, self.options.yes_rate, self.profile, self.draws)
+        seed = request_seed(body, self.draws)
         if self.options.invalid_rate and int(seed[:8], 16) / 0xFFFFFFFF < self.options.invalid_rate:
             content = content[: max(1, len(content) // 2)]  # cut: not valid JSON
         prompt_tokens = sum(_tokens(json.dumps(m.get("content"), ensure_ascii=False)) for m in body["messages"])
@@ -384,6 +541,14 @@ class OpenAIApp(StandinApp):
         self.by_model[body["model"]] += 1
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+        finish = "stop"
+        choice = body.get("tool_choice")
+        if self.profile.tools and isinstance(choice, dict) and body.get("tools"):
+            function = (choice.get("function") or {}).get("name", "")
+            call = {"id": f"call_{seed[:12]}", "type": "function", "function": {"name": function, "arguments": content}}
+            message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
+            finish = "tool_calls"
         payload = {
             "id": f"chatcmpl-{seed[:24]}",
             "object": "chat.completion",
@@ -392,9 +557,9 @@ class OpenAIApp(StandinApp):
             "choices": [
                 {
                     "index": 0,
-                    "finish_reason": "stop",
+                    "finish_reason": finish,
                     "logprobs": None,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "message": message,
                 }
             ],
             "usage": {
@@ -454,6 +619,7 @@ class OpenAIApp(StandinApp):
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "embedded": self.embedded,
+            "most_waiting": self.most_waiting,
             "options": {k: v for k, v in self.options.__dict__.items() if k != "faults"},
         }
 
@@ -462,11 +628,14 @@ class OpenAIApp(StandinApp):
         self.by_schema.clear()
         self.by_model.clear()
         self.prompt_tokens = self.completion_tokens = self.embedded = 0
+        self.most_waiting = 0
 
     async def control(self, request: Request, name: str) -> Response | None:
         if request.method == "POST" and name == "options":
             body = request.json() or {}
-            allowed = {"yes_rate", "invalid_rate", "reject_response_format", "embedding_dim", "models", "api_key"}
+            allowed = {
+                "yes_rate", "invalid_rate", "reject_response_format", "embedding_dim", "models", "api_key", "profile"
+            }  # fmt: skip
             unknown = set(body) - allowed
             if unknown:
                 raise ValueError(f"unknown options {sorted(unknown)}; known: {sorted(allowed)}")
@@ -481,6 +650,7 @@ class OpenAIApp(StandinApp):
 
 def options_to_argv(options: OpenAIOptions) -> list[str]:
     argv = [
+        "--profile", options.profile,
         "--faults-json", json.dumps(options.faults.to_dict()),
         "--yes-rate", str(options.yes_rate),
         "--invalid-rate", str(options.invalid_rate),
@@ -510,6 +680,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, OpenAIOptions]:
     parser.add_argument("--rate-drop", type=float)
     parser.add_argument("--seed", type=int, help="seed of the fault draws")
     parser.add_argument("--faults-json", default="{}")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="llama_cpp", help="the real server modelled")
     parser.add_argument("--yes-rate", type=float, default=0.7)
     parser.add_argument("--invalid-rate", type=float, default=0.0)
     parser.add_argument("--reject-response-format", action="store_true")
@@ -523,6 +694,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, OpenAIOptions]:
             faults[flag] = getattr(args, flag)
     options = OpenAIOptions(
         faults=FaultConfig.from_dict(faults),
+        profile=args.profile,
         yes_rate=args.yes_rate,
         invalid_rate=args.invalid_rate,
         reject_response_format=args.reject_response_format,

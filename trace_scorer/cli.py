@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from trace_scorer.metrics.registry import MetricRegistry
     from trace_scorer.pipeline import GroupResult, SampleResult
     from trace_scorer.plan import TargetPlan
+    from trace_scorer.providers.usage import Usage
     from trace_scorer.sample import Sample
 
 # Each command imports its modules when it runs (issue 23): `--help` and `score` of a tool-call target
@@ -148,10 +149,15 @@ def _choose_target(settings: Settings, name: str | None) -> tuple[int, TargetSet
 
 
 async def _score(
-    settings: Settings, target: TargetSettings, index: int, samples: list[Sample], show_progress: bool
+    settings: Settings,
+    target: TargetSettings,
+    index: int,
+    samples: list[Sample],
+    show_progress: bool,
+    spent: dict[str, Usage] | None = None,
 ) -> tuple[TargetPlan, list[SampleResult], list[GroupResult]]:
     """Build the judge, the embedder and the plan, score every sample, then the groups; the judge and the
-    embedder are closed in this loop."""
+    embedder are closed in this loop. ``spent`` receives the judge's totals per model."""
     from contextlib import AsyncExitStack
 
     from rich.console import Console
@@ -184,7 +190,10 @@ async def _score(
             async for result in pipeline.score_samples(samples, concurrency=REMOTE_CONCURRENCY if remote else 1):
                 results.append(result)
                 progress.advance(task)
-        return plan, results, await score_groups(pipeline, target.group_by, results)
+        groups = await score_groups(pipeline, target.group_by, results)
+        if spent is not None and resources.judge is not None:
+            spent.update(resources.judge.ledger.by_model())
+        return plan, results, groups
     finally:
         await stack.aclose()
 
@@ -237,9 +246,10 @@ def run_score(args: argparse.Namespace) -> int:
     if (nothing := _nothing_read(loaded.errors, len(loaded.samples))) is not None:
         return nothing
     show_progress = sys.stderr.isatty() and len(loaded.samples) >= PROGRESS_FROM
-    plan, results, groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress))
+    spent: dict[str, Usage] = {}
+    plan, results, groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress, spent))
 
-    print_report(args.json, plan, results, groups)
+    print_report(args.json, plan, results, groups, judge_usage=spent)
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from rich.console import Console
@@ -15,6 +15,7 @@ from rich.table import Table
 from trace_scorer.metrics.base import Failed, Score, Skipped
 from trace_scorer.pipeline import GroupResult, SampleResult
 from trace_scorer.plan import TargetPlan
+from trace_scorer.providers.usage import Usage
 
 SKIPPED_CELL = "–"
 FAILED_CELL = "failed"
@@ -23,6 +24,16 @@ FAILED_CELL = "failed"
 def _rounded(values: dict[str, float]) -> dict[str, float | None]:
     """Values to six places; a non-finite one (never expected: KPIs skip them) as null, so the line stays JSON."""
     return {name: round(value, 6) if math.isfinite(value) else None for name, value in values.items()}
+
+
+def judge_details(result: SampleResult | GroupResult) -> dict[str, Any]:
+    """Per judged score (scored or failed): what the judges said — each model's verdict, reasoning and
+    votes, tokens, cost — the details the worker posts as the score's metadata."""
+    return {
+        name: dict(outcome.details)
+        for name, outcome in result.outcomes.items()
+        if isinstance(outcome, Score | Failed) and "models" in outcome.details
+    }
 
 
 def cut_notes(result: SampleResult) -> list[str]:
@@ -45,7 +56,7 @@ def sample_notes(result: SampleResult) -> list[str]:
 
 
 def sample_json(result: SampleResult) -> dict[str, Any]:
-    return {
+    out = {
         "id": result.sample.id,
         "scores": _rounded(result.values(kpis=False)),
         "kpis": _rounded(result.values(kpis=True)),
@@ -53,6 +64,9 @@ def sample_json(result: SampleResult) -> dict[str, Any]:
         "failed": result.reasons(Failed),
         "notes": sample_notes(result),
     }
+    if judged := judge_details(result):  # only judged targets: a deterministic line stays as it was
+        out["judges"] = judged
+    return out
 
 
 def group_json(result: GroupResult) -> dict[str, Any]:
@@ -122,16 +136,36 @@ def print_report(
     *,
     lines: Sequence[str] | None = None,
     out: IO[str] | None = None,
+    judge_usage: Mapping[str, Usage] | None = None,
 ) -> None:
-    """What ``score`` prints on stdout: JSON lines, or the target's table (columns from the plan)."""
+    """What ``score`` prints on stdout: JSON lines, or the target's table (columns from the plan) and,
+    when judges were asked, their totals per model (also on stderr with ``--json``)."""
     if as_json:
         write_json_lines(out or sys.stdout, samples, groups, lines=lines)
+        if judge_usage:
+            print_judge_usage(Console(stderr=True), judge_usage)
         return
     columns = plan.sample_score_names() + [k.name for k in plan.sample_kpis]
     group_columns = plan.sample_score_names() + plan.group_score_names() + [k.name for k in plan.group_kpis]
     console = table_console()
     console.print(f"[bold]target {plan.target.name}[/bold]: {len(samples)} samples", highlight=False)
     print_table(console, columns, samples, groups, group_columns)
+    if judge_usage:
+        print_judge_usage(console, judge_usage)
+
+
+def print_judge_usage(console: Console, usage: Mapping[str, Usage]) -> None:
+    """The judges' totals per model: calls, tokens, cost (unknown without a price)."""
+    console.print("[bold]Judges[/bold]")
+    for model, spent in sorted(usage.items()):
+        cost = f"${spent.cost:.6f}" if spent.cost is not None else "cost unknown (no price)"
+        console.print(
+            f"  {model}: {spent.calls} calls, {spent.prompt_tokens} prompt + {spent.completion_tokens} "
+            f"completion tokens, {cost}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def table_console() -> Console:

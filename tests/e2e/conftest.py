@@ -41,7 +41,7 @@ def start_run(tmp_path: Path) -> Iterator[StartRun]:
         )
         lf = start_langfuse(options)
         handles.append(lf)
-        llm = start_openai(OpenAIOptions(faults=llm_faults or FaultConfig()))
+        llm = start_openai(OpenAIOptions(profile="openai", faults=llm_faults or FaultConfig()))
         handles.append(llm)
         run = Run(lf, llm, scenario, target, tmp_path, expected_scores(scenario, target))
         runs.append(run)

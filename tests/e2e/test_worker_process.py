@@ -163,7 +163,7 @@ def scored_traces(langfuse: LangfuseHandle) -> set[str]:
 
 @pytest.fixture(scope="module")
 def llm() -> Iterator[OpenAIHandle]:
-    with start_openai(OpenAIOptions(), mode="thread") as handle:
+    with start_openai(OpenAIOptions(profile="openai"), mode="thread") as handle:
         yield handle
 
 

@@ -41,6 +41,10 @@ class SleepRecorder:
     def clock(self) -> float:
         return time.monotonic() + self._slept
 
+    def advance(self, seconds: float) -> None:
+        """Time passing without a sleep of ours (e.g. a request the server takes long to answer)."""
+        self._slept += seconds
+
 
 class ManualClock:
     """A clock the test moves by hand (monotonic or wall time: only differences matter)."""

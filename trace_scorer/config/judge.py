@@ -14,7 +14,10 @@ from pydantic import Field, field_validator, model_validator
 
 from trace_scorer.config.common import Duration, StrictModel
 
-StructuredOutput = Literal["json_schema", "json_object", "none"]
+#: How a judge asks for JSON; the order of the step-down is ``structured.MODES`` (docs/judges.md).
+StructuredOutput = Literal[
+    "json_schema", "json_object_schema", "vllm_structured", "ollama_format", "tools", "json_object", "none"
+]
 Language = Literal["en", "ru"]
 
 #: Without ``request_deadline``, one HTTP request to a provider may take this many ``timeout``s in all.
@@ -50,15 +53,23 @@ class ProviderSettings(StrictModel):
     requests_per_minute: float | None = Field(default=None, gt=0)
     #: Requests in flight at once to this provider, over all models and metrics.
     max_concurrency: int = Field(default=16, ge=1, le=1024)
+    #: Let the bound on requests in flight follow the server's latency, under ``max_concurrency``: for a
+    #: local server that runs one request at a time and queues the rest silently (docs/judges.md).
+    adaptive_concurrency: bool = False
     #: Per connect and per read of the answer (the aiohttp transport's timeouts: a server trickling bytes
     #: never reaches it; sending is bounded by ``request_deadline`` only); a timeout is retried like a 5xx.
     timeout: Duration = 60.0
     #: Most time one HTTP request may take in all, reading the whole answer included; running out counts
     #: and is retried like a timeout. Unset: ``DEADLINE_TIMEOUTS`` × ``timeout`` (3 min by default).
     request_deadline: Duration | None = Field(default=None, gt=0)
-    #: How to ask for JSON: "json_schema" (structured output), "json_object" (JSON mode) or "none"
-    #: (prompt only). Stepped down automatically for a model whose endpoint rejects the parameter.
+    #: How to ask for JSON first: "json_schema" (OpenAI structured output), "json_object_schema" (llama.cpp's
+    #: servers: JSON mode with a schema), "vllm_structured" (vLLM's ``structured_outputs``), "ollama_format"
+    #: (Ollama's ``format``), "tools" (a forced tool call), "json_object" (JSON mode) or "none" (prompt
+    #: only). Stepped down in that order for a model whose endpoint rejects the parameter (docs/judges.md).
     structured_output: StructuredOutput = "json_schema"
+    #: Context window per model id, in tokens: judge prompts are fitted into it (docs/judges.md "Context").
+    #: Unset for a model: learned from the server's first "maximum context length is N tokens" answer.
+    context_tokens: dict[str, int] = Field(default_factory=dict)
     #: Optional prices by model id (USD per 1M tokens) to turn token usage into cost.
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     #: Extra HTTP headers on every request (e.g. OpenRouter's HTTP-Referer / X-Title).
@@ -105,6 +116,12 @@ class ProviderSettings(StrictModel):
         unknown = sorted(set(self.prices) - known)
         if unknown:
             raise ValueError(f"prices for models this provider does not list: {', '.join(unknown)}")
+        unknown = sorted(set(self.context_tokens) - known)
+        if unknown:
+            raise ValueError(f"context_tokens for models this provider does not list: {', '.join(unknown)}")
+        small = sorted(m for m, n in self.context_tokens.items() if n < 256)
+        if small:
+            raise ValueError(f"context_tokens below 256 for {', '.join(small)}: no judge prompt fits")
         return self
 
 
@@ -145,6 +162,12 @@ class JudgeSettings(ProviderRetrySettings):
     #: of the batch are still posted and a later tick retries it. Longer than max_retry_after, so one
     #: honoured Retry-After does not fail it.
     metric_deadline: Duration = Field(default=600.0, gt=0)
+    #: Most the judges may spend, in USD, in one run (one ``score`` command, or the worker since it
+    #: started); once spent, judged metrics fail with that reason (the worker tries them again later).
+    #: Counted from ``prices``: a model without a price counts nothing. Unset: no limit.
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    #: The same per UTC day (counted in this process since it started).
+    max_cost_usd_per_day: float | None = Field(default=None, gt=0)
     #: Record judge calls in Langfuse. Unset: on in the worker, off in offline ``score``.
     tracing: bool | None = None
     #: Langfuse environment of the judge traces; the trace sources never score it.

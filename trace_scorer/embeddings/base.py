@@ -37,10 +37,12 @@ class Embedder(Protocol):
 class EmbeddingError(Exception):
     """The model could not embed these texts (HTTP error after retries, a model that failed to load…)."""
 
-    def __init__(self, model: str, message: str, *, per_input: bool = False) -> None:
+    def __init__(self, model: str, message: str, *, per_input: bool = False, usage: Usage | None = None) -> None:
         super().__init__(f"{model}: {message}")
         self.model = model
         self.message = message
+        #: What the request cost when it was answered but the answer could not be used (counted all the same).
+        self.usage = usage
         #: The request was refused for what it contained (400/413/422: a text over the model's input
         #: limit, a request over the endpoint's token limit): smaller batches may succeed.
         self.per_input = per_input

@@ -110,6 +110,8 @@ class BatchingEmbedder:
                     self.model_id, f"the endpoint answered {len(result.vectors)} vectors for {len(texts)} texts"
                 )
         except EmbeddingError as exc:
+            if exc.usage is not None:
+                self.usage += exc.usage  # the request was made and answered: it counts
             if exc.per_input and len(batch) > 1:
                 log.info("embeddings.batch_split", model=self.model_id, size=len(batch), error=exc.message)
                 middle = len(batch) // 2

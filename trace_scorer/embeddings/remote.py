@@ -7,6 +7,9 @@ over the provider's pooled aiohttp client (``open_client``), the tenacity retry 
 are separate from the judge's chat calls to the same provider. Each request has a total deadline (the
 provider's ``request_deadline``), retried like a timeout; every retry is logged (``embeddings.retry``)
 and told to :attr:`EmbeddingProvider.on_retry` (the worker's metrics).
+
+Some servers answer a vector per *token* for each input (llama-cpp-python's server with a model that
+has no pooling); those are mean-pooled into one vector per input, as sentence-transformers pools.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import openai
 import structlog
 from openai.types import CreateEmbeddingResponse
@@ -55,7 +59,13 @@ class EmbeddingProvider:
         #: ``timeout``, ``connection_error``) and the wait before the next attempt.
         self.on_retry: Callable[[str, str, float], None] | None = None
         self.settings = settings
-        self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock)
+        self.limits = ProviderLimits(
+            settings.max_concurrency,
+            settings.requests_per_minute,
+            sleep=sleep,
+            clock=clock,
+            adaptive=settings.adaptive_concurrency,
+        )
         self._retry = retry
         self._http, self._client = open_client(settings, api_key, http_client)
         self._closed = False
@@ -95,17 +105,22 @@ class EmbeddingProvider:
             per_input = isinstance(exc, openai.APIStatusError) and exc.status_code in _PER_INPUT_STATUSES
             times = "attempt" if attempts == 1 else "attempts"
             raise EmbeddingError(ref, f"{describe_error(exc)} (after {attempts} {times})", per_input=per_input) from exc
-        data = sorted(response.data, key=lambda item: item.index)
-        if [item.index for item in data] != list(range(len(texts))):
-            raise EmbeddingError(ref, f"the endpoint answered {len(data)} vectors for {len(texts)} texts")
-        vectors = [np.asarray(item.embedding, dtype=np.float32) for item in data]
-        if len({v.shape for v in vectors}) > 1:
-            raise EmbeddingError(ref, "the endpoint answered vectors of different lengths")
         usage = Usage(calls=1, cost=None)  # an endpoint that reports no usage: tokens and cost unknown
         if response.usage is not None:
             tokens = response.usage.prompt_tokens or 0
             price = self.settings.prices.get(model_id)
             usage = Usage(tokens, 0, 1, price.cost(tokens, 0) if price else None)
+        data = sorted(response.data, key=lambda item: item.index)
+        if [item.index for item in data] != list(range(len(texts))):
+            raise EmbeddingError(
+                ref, f"the endpoint answered {len(data)} vectors for {len(texts)} texts", usage=usage
+            )
+        try:
+            vectors = [pooled(item.embedding) for item in data]
+        except ValueError as exc:
+            raise EmbeddingError(ref, f"the endpoint answered {exc}", usage=usage) from None
+        if len({v.shape for v in vectors}) > 1:
+            raise EmbeddingError(ref, "the endpoint answered vectors of different lengths", usage=usage)
         return BatchResult(vectors, usage)
 
     async def aclose(self) -> None:
@@ -114,6 +129,20 @@ class EmbeddingProvider:
         self._closed = True
         await self._client.close()
         await self._http.aclose()
+
+
+def pooled(embedding: object) -> npt.NDArray[np.float32]:
+    """One input's vector: as answered, or the mean of its per-token vectors (a list of vectors)."""
+    try:
+        array = np.asarray(embedding, dtype=np.float32)
+    except ValueError:  # ragged: per-token vectors of different lengths
+        raise ValueError("per-token vectors of different lengths") from None
+    if array.ndim == 2 and array.shape[0] > 0:
+        mean: npt.NDArray[np.float32] = array.mean(axis=0, dtype=np.float32)
+        return mean
+    if array.ndim != 1 or array.shape[0] == 0:
+        raise ValueError(f"an embedding of shape {array.shape}, not a vector")
+    return array
 
 
 class RemoteBackend:

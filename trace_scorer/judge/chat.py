@@ -1,8 +1,9 @@
 """One OpenAI-compatible endpoint as the judge uses it: one chat-completion call with retries and limits.
 
 The client, the retry policy, the limits and the usage accounting are the providers' (trace_scorer.providers,
-shared with the embeddings). When an endpoint rejects ``response_format`` the model's mode steps down
-(json_schema → json_object → none) for the rest of the process, once, with a warning.
+shared with the embeddings). When an endpoint rejects the structured-output parameter — a 400, 422 or
+500 whose body names it — the model's mode steps down (``structured.MODES``) for the rest of the process,
+with a warning, and that answer is not retried: the server would say the same again.
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from pydantic import BaseModel
 
 from trace_scorer.config.judge import ModelPrice, ProviderSettings, StructuredOutput
 from trace_scorer.judge.errors import ProviderCallError
-from trace_scorer.judge.structured import STEP_DOWN, response_format
+from trace_scorer.judge.structured import (
+    REJECTION_WORDS,
+    STEP_DOWN,
+    inline_refs,
+    request_fields,
+    schema_name,
+    strict_json_schema,
+)
 from trace_scorer.providers.client import HttpClient, describe_error, open_client, send_retrying
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import ProviderLimits
@@ -29,8 +37,9 @@ from trace_scorer.retry import OnRetry, Sleep
 
 log = structlog.get_logger(__name__)
 
-#: Words in a 400/422 error body that say the endpoint did not accept the structured-output parameter.
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "structured_output")
+#: Statuses with which servers refuse a parameter: 400 (OpenAI, vLLM), 422 (FastAPI validation), 500
+#: (llama-cpp-python 0.3.36 answers ``response_format.type: Input should be 'text' or 'json_object'``).
+_REJECTION_STATUSES = frozenset({400, 422, 500})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +88,11 @@ class _Answer:
         message = choice.get("message")
         message = message if isinstance(message, dict) else {}
         text = _text(message.get("content"))
+        calls = message.get("tool_calls")
+        if not text and isinstance(calls, list) and calls and isinstance(calls[0], dict):
+            function = calls[0].get("function")  # the "tools" mode: the answer is the call's arguments
+            if isinstance(function, dict):
+                text = _text(function.get("arguments"))
         if text is None and (refusal := _text(message.get("refusal"))):
             text = f"(refused: {refusal})"
         usage = body.get("usage")
@@ -88,11 +102,21 @@ class _Answer:
         return cls(text, _text(choice.get("finish_reason")), _text(body.get("model")), tokens)
 
 
-def _rejects_format(exc: openai.APIStatusError) -> bool:
-    if exc.status_code not in (400, 422):
+class _Rejected(Exception):
+    """The endpoint refused ``mode``'s parameter (``error``): the model steps down."""
+
+    def __init__(self, mode: StructuredOutput, error: openai.APIStatusError) -> None:
+        super().__init__(mode)
+        self.mode = mode
+        self.error = error
+
+
+def rejects_mode(exc: BaseException, mode: StructuredOutput) -> bool:
+    """Whether ``exc`` is the server refusing ``mode``'s parameter (a 400/422/500 naming it)."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in _REJECTION_STATUSES:
         return False
     text = f"{exc.message} {exc.body!r}".lower()
-    return any(word in text for word in _FORMAT_WORDS)
+    return any(word in text for word in REJECTION_WORDS[mode])
 
 
 class Provider:
@@ -113,7 +137,13 @@ class Provider:
         #: Bounds each HTTP request in all (``settings.deadline`` seconds, the answer's body included).
         self.deadline = deadline
         self.settings = settings
-        self.limits = ProviderLimits(settings.max_concurrency, settings.requests_per_minute, sleep=sleep, clock=clock)
+        self.limits = ProviderLimits(
+            settings.max_concurrency,
+            settings.requests_per_minute,
+            sleep=sleep,
+            clock=clock,
+            adaptive=settings.adaptive_concurrency,
+        )
         self._retry = retry
         self._http, self.client = open_client(settings, api_key, http_client)
         self._modes: dict[str, StructuredOutput] = {}
@@ -137,25 +167,30 @@ class Provider:
         temperature: float,
         max_tokens: int,
         on_retry: OnRetry | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Completion:
         """One answer from ``model_id``; raises :class:`ProviderCallError` when the retries run out.
 
-        ``on_retry`` is told of each HTTP retry (the failure, the attempt that failed, the wait)."""
+        ``json_schema`` replaces ``schema``'s own (closed) JSON schema in the request, e.g. with the enums
+        of one sample's allowed values. ``on_retry`` is told of each HTTP retry (the failure, the attempt
+        that failed, the wait)."""
+        sent = json_schema if json_schema is not None else strict_json_schema(schema)
         while True:
-            mode = self.mode(model_id)
             try:
-                return await self._complete(model_id, messages, schema, temperature, max_tokens, mode, on_retry)
-            except openai.APIStatusError as exc:
-                lower = STEP_DOWN[mode]
-                if lower is None or not _rejects_format(exc):
-                    raise
+                return await self._complete(
+                    model_id, messages, schema_name(schema), sent, temperature, max_tokens, on_retry
+                )
+            except _Rejected as rejected:
+                mode, lower = rejected.mode, STEP_DOWN[rejected.mode]
+                if lower is None or self.mode(model_id) != mode:
+                    continue  # a concurrent request of this model stepped down already
                 log.warning(
                     "judge.structured_output.step_down",
                     provider=self.name,
                     model=model_id,
                     rejected=mode,
                     now=lower,
-                    error=describe_error(exc),
+                    error=describe_error(rejected.error),
                 )
                 self._modes[model_id] = lower
 
@@ -163,41 +198,45 @@ class Provider:
         self,
         model_id: str,
         messages: Sequence[Mapping[str, str]],
-        schema: type[BaseModel],
+        name: str,
+        schema: dict[str, Any],
         temperature: float,
         max_tokens: int,
-        mode: StructuredOutput,
         on_retry: OnRetry | None = None,
     ) -> Completion:
-        # The request body as JSON, sent with the SDK's documented ``post``: ``chat.completions.create``
-        # would first walk every message and the JSON schema through its TypedDict transform, ~40 % of
-        # the client's CPU a call (bench/bench_llm_client.py) for a body that is plain JSON already.
-        body: dict[str, Any] = {
-            "model": model_id,
-            "messages": list(messages),
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-        }
-        if (fmt := response_format(mode, schema)) is not None:
-            body["response_format"] = fmt
-        retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=on_retry)
+        # The mode is read when the request is sent (in its turn for a slot), not when it was asked
+        # for: requests queued behind the one that stepped down go out in the mode that works.
+        modes: list[StructuredOutput] = []
+
+        def send() -> Any:
+            mode = self.mode(model_id)
+            modes.append(mode)
+            # The request body as JSON, sent with the SDK's documented ``post``: ``chat.completions.create``
+            # would first walk every message and the JSON schema through its TypedDict transform, ~40 % of
+            # the client's CPU a call (bench/bench_llm_client.py) for a body that is plain JSON already.
+            body: dict[str, Any] = {
+                "model": model_id,
+                "messages": list(messages),
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+            }
+            body.update(request_fields(mode, name, schema if mode == "json_schema" else inline_refs(schema)))
+            # ``cast_to=object``: the answer's JSON as parsed, read by _Answer (building the SDK's
+            # ChatCompletion model took ~15 % of the client's CPU a call for five fields).
+            return self.client.post("/chat/completions", body=body, cast_to=object)
+
+        def refused(exc: BaseException) -> bool:
+            return bool(modes) and STEP_DOWN[modes[-1]] is not None and rejects_mode(exc, modes[-1])
+
+        retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=on_retry, permanent=refused)
         started = time.time()
         clock = time.monotonic()
         url = f"{self.settings.base_url}/chat/completions"
         try:
-            response = await send_retrying(
-                retrying,
-                self.limits,
-                self.deadline,
-                self.settings.deadline,
-                url,
-                # ``cast_to=object``: the answer's JSON as parsed, read by _Answer (building the SDK's
-                # ChatCompletion model took ~15 % of the client's CPU a call for five fields).
-                lambda: self.client.post("/chat/completions", body=body, cast_to=object),
-            )
+            response = await send_retrying(retrying, self.limits, self.deadline, self.settings.deadline, url, send)
         except openai.APIStatusError as exc:
-            if _rejects_format(exc) and STEP_DOWN[mode] is not None:
-                raise  # the caller steps down
+            if refused(exc):
+                raise _Rejected(modes[-1], exc) from exc  # the caller steps down
             raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
         except openai.OpenAIError as exc:
             raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
@@ -212,7 +251,7 @@ class Provider:
             usage=usage,
             finish_reason=answer.finish_reason,
             response_model=answer.model,
-            mode=mode,
+            mode=modes[-1],
             attempts=retrying.statistics.get("attempt_number", 1),
             started=started,
             seconds=time.monotonic() - clock,

@@ -26,3 +26,7 @@ class ProviderCallError(JudgeCallError):
 
 class NoValidAnswerError(JudgeCallError):
     """The model answered, but never with JSON that validates against the schema."""
+
+
+class BudgetSpentError(JudgeCallError):
+    """``[judge] max_cost_usd`` (per run) or ``max_cost_usd_per_day`` is spent: no call was made."""

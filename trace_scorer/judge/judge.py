@@ -13,11 +13,13 @@ pipeline wraps around every judged metric: running out fails that metric, never 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import structlog
@@ -25,9 +27,9 @@ from pydantic import BaseModel
 
 from trace_scorer.config.judge import JudgeSettings
 from trace_scorer.judge.cache import RequestCache, request_key
-from trace_scorer.judge.errors import JudgeCallError, NoValidAnswerError, ProviderCallError
+from trace_scorer.judge.errors import BudgetSpentError, JudgeCallError, NoValidAnswerError, ProviderCallError
 from trace_scorer.judge.prompts import PromptTemplate, build_messages, retry_message
-from trace_scorer.judge.render import render_conversation
+from trace_scorer.judge.render import fit_rendered, render_conversation
 from trace_scorer.judge.structured import AnswerRejected, parse_answer, schema_name, strict_json_schema
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.limits import GateFor
@@ -43,6 +45,22 @@ log = structlog.get_logger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
+
+#: Characters per token when fitting a prompt into a context window: an estimate on the safe side (English
+#: runs ~4 with common tokenizers, Russian ~3); the server's overflow answer is the backstop.
+CHARS_PER_TOKEN = 3.0
+#: Tokens kept free beside the estimate (chat template tokens, the estimate's error).
+CONTEXT_MARGIN_TOKENS = 64
+#: A conversation is never cut below this (the question would not make sense).
+MIN_CONVERSATION_CHARS = 400
+_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens")
+
+
+def context_overflow(message: str) -> int | None:
+    """The window an overflow error names ("maximum context length is N tokens": OpenAI, vLLM, llama.cpp)."""
+    match = _OVERFLOW.search(message)
+    return int(match.group(1)) if match else None
+
 
 #: The models being asked, and how many asks of each are in flight, on behalf of the judged metric that
 #: :meth:`Judge.bounded` is running (shared by the tasks the metric starts: they copy the context).
@@ -124,6 +142,32 @@ class Judge:
         self.on_retry: Callable[[str, str, float], None] | None = None
         #: Bounds each judged metric of a sample (:meth:`bounded`); tests inject one they expire.
         self.deadline: Deadline = system_deadline
+        #: Today's date in UTC, for ``max_cost_usd_per_day`` (tests inject another).
+        self.today: Callable[[], date] = lambda: datetime.now(UTC).date()
+        self._spent_run = 0.0
+        self._spent_day: tuple[date, float] | None = None
+        #: Context windows in tokens by model: configured (``context_tokens``), or learned from an overflow.
+        self._context: dict[str, int] = {
+            f"{p.name}/{m}": n for p in providers for m, n in p.settings.context_tokens.items()
+        }
+
+    def _spend(self, usage: Usage) -> None:
+        cost = usage.cost or 0.0  # a model without a price counts nothing (docs/judges.md)
+        self._spent_run += cost
+        today = self.today()
+        day, spent = self._spent_day if self._spent_day is not None and self._spent_day[0] == today else (today, 0.0)
+        self._spent_day = (day, spent + cost)
+
+    def budget_left(self) -> str | None:
+        """Why no more judge calls may be made (a budget is spent), or None."""
+        limit = self.settings.max_cost_usd
+        if limit is not None and self._spent_run >= limit:
+            return f"the judge budget of ${limit:g} for this run is spent (${self._spent_run:.4f})"
+        limit = self.settings.max_cost_usd_per_day
+        day = self._spent_day
+        if limit is not None and day is not None and day[0] == self.today() and day[1] >= limit:
+            return f"the judge budget of ${limit:g} for today (UTC) is spent (${day[1]:.4f})"
+        return None
 
     def use_deadline(self, deadline: Deadline) -> None:
         """Use ``deadline`` for the metric deadline and every provider's request deadline (tests)."""
@@ -162,6 +206,17 @@ class Judge:
     def chat_models(self) -> tuple[str, ...]:
         """Every configured chat model, as ``provider/model-id``, in configuration order."""
         return tuple(self._models)
+
+    def structured_mode(self, model: str) -> str:
+        """The structured-output mode ``model`` (``provider/model-id``) is asked in now: its provider's
+        ``structured_output``, or the mode it stepped down to (``check`` shows it)."""
+        ref = self._models[model]
+        return self._providers[ref.provider].mode(ref.model_id)
+
+    def provider_of(self, model: str) -> tuple[Provider, str]:
+        """The provider serving ``model`` (``provider/model-id``) and the model's id there (the probe)."""
+        ref = self._models[model]
+        return self._providers[ref.provider], ref.model_id
 
     def resolve_models(self, names: Sequence[str] | None) -> tuple[str, ...]:
         """The models a metric runs on (its ``models`` option; None: all). Raises ValueError on unknowns."""
@@ -251,8 +306,13 @@ class Judge:
         context: dict[str, Any] | None = None,
         temperature: float | None = None,
         sample_index: int = 0,
+        json_schema: dict[str, Any] | None = None,
     ) -> Answer[T]:
         """Ask ``model`` one question; raises :class:`JudgeCallError` when no valid answer comes.
+
+        ``json_schema`` is sent instead of ``schema``'s own closed JSON schema when given: the same shape
+        with this question's constraints (e.g. the allowed topics as an enum), for a server's grammar to
+        enforce; the answer is still validated by ``schema``.
 
         ``sample_index`` tells apart the samples of a vote: it is part of the cache key, so a vote of
         three is three answers, never one answer replayed.
@@ -260,13 +320,63 @@ class Judge:
         ref = self._models.get(model)
         if ref is None:
             raise JudgeCallError(model, f"unknown judge model {model!r}")
+        try:
+            return await self._ask_fitted(
+                run, model, ref, template, schema, data, params, context, temperature, sample_index, json_schema
+            )
+        except ProviderCallError as exc:
+            window = context_overflow(exc.message)
+            if window is None or self._context.get(model) == window:
+                raise  # not an overflow, or already fitted to this window: the message says why
+            self._context[model] = window  # learned from the server: fit and ask once more
+            log.info("judge.context_learned", model=model, context_tokens=window)
+            return await self._ask_fitted(
+                run, model, ref, template, schema, data, params, context, temperature, sample_index, json_schema
+            )
+
+    def context_tokens(self, model: str) -> int | None:
+        """The context window of ``model`` in tokens: configured, or learned from an overflow answer."""
+        return self._context.get(model)
+
+    def _fit(
+        self, model: str, template: PromptTemplate, data: Mapping[str, str], params: Mapping[str, str] | None
+    ) -> Mapping[str, str]:
+        """``data`` with its conversation cut (from the middle, marked) so the prompt fits the model's
+        window: window − max_tokens − the rest of the prompt, at :data:`CHARS_PER_TOKEN` characters a token."""
+        window = self._context.get(model)
+        conversation = data.get("conversation")
+        if window is None or conversation is None:
+            return data
+        rest = build_messages(template, self.language, data={**data, "conversation": ""}, params=params)
+        rest_tokens = sum(len(m["content"]) for m in rest) / CHARS_PER_TOKEN
+        budget = window - self.settings.max_tokens - rest_tokens - CONTEXT_MARGIN_TOKENS
+        max_chars = max(MIN_CONVERSATION_CHARS, int(budget * CHARS_PER_TOKEN))
+        if len(conversation) <= max_chars:
+            return data
+        return {**data, "conversation": fit_rendered(conversation, max_chars)}
+
+    async def _ask_fitted(
+        self,
+        run: JudgeRun,
+        model: str,
+        ref: ModelRef,
+        template: PromptTemplate,
+        schema: type[T],
+        data: Mapping[str, str],
+        params: Mapping[str, str] | None,
+        context: dict[str, Any] | None,
+        temperature: float | None,
+        sample_index: int,
+        json_schema: dict[str, Any] | None,
+    ) -> Answer[T]:
+        data = self._fit(model, template, data, params)
         messages = build_messages(template, self.language, data=data, params=params)
         temperature = self.settings.temperature if temperature is None else temperature
         key = request_key(
             model=model,
             messages=messages,
             schema=schema_name(schema),
-            schema_json=strict_json_schema(schema),
+            schema_json=json_schema if json_schema is not None else strict_json_schema(schema),
             temperature=temperature,
             max_tokens=self.settings.max_tokens,
             sample_index=sample_index,
@@ -278,7 +388,7 @@ class Judge:
         async def call() -> Answer[Any]:
             nonlocal made_the_call
             made_the_call = True
-            return await self._ask_uncached(run, ref, template, messages, schema, context, temperature)
+            return await self._ask_uncached(run, ref, template, messages, schema, context, temperature, json_schema)
 
         asking = _ASKING.get()
         if asking is not None:
@@ -313,7 +423,10 @@ class Judge:
         schema: type[T],
         context: dict[str, Any] | None,
         temperature: float,
+        json_schema: dict[str, Any] | None = None,
     ) -> Answer[T]:
+        if (spent_budget := self.budget_left()) is not None:
+            raise BudgetSpentError(ref.name, spent_budget)
         provider = self._providers[ref.provider]
         conversation = list(messages)
         spent = Usage()
@@ -337,6 +450,7 @@ class Judge:
                         temperature=temperature,
                         max_tokens=self.settings.max_tokens,
                         on_retry=self._retried(ref.name),
+                        json_schema=json_schema,
                     )
                 except JudgeCallError as exc:
                     if generation is not None:
@@ -349,6 +463,7 @@ class Judge:
                         generation.failed(f"{type(exc).__name__}: {exc}")
                     raise
                 spent += completion.usage
+                self._spend(completion.usage)
                 try:
                     value = parse_answer(completion.text, schema, context)
                 except AnswerRejected as exc:

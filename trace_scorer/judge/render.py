@@ -8,6 +8,7 @@ first message (the user's request, where the goal is) and the end (where the out
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,3 +88,12 @@ def _fit(blocks: list[str], max_chars: int) -> str:
     omitted = len(blocks) - 1 - len(tail)
     gap = [f"[… {omitted} messages left out to fit the judge's context …]"] if omitted else []
     return "\n".join([head, *gap, *tail])
+
+
+def fit_rendered(text: str, max_chars: int) -> str:
+    """A rendered conversation cut to ``max_chars`` by the same rule: its first message and as many last
+    ones as fit, the gap marked (messages are the lines starting ``[n]`` or ``[final answer]``)."""
+    if len(text) <= max_chars:
+        return text
+    blocks = re.split(r"\n(?=\[(?:\d+|final answer)\] )", text)
+    return _fit(blocks, max_chars)

@@ -1,4 +1,9 @@
-"""Asking for JSON and checking it: the ``response_format`` per mode, and validation of the answer.
+"""Asking for JSON and checking it: the request fields per structured-output mode, and validation of the answer.
+
+Servers differ in how they take a schema (docs/judges.md, "Structured output"): OpenAI's ``json_schema``
+``response_format``; llama.cpp's servers ``{"type": "json_object", "schema": …}``; vLLM's
+``structured_outputs``; Ollama's ``format``; a forced tool call; plain JSON mode; or the prompt alone.
+:data:`MODES` is the order a model steps down in when its endpoint rejects a mode's parameter.
 
 An answer is either a value that validates against the pydantic schema or an :class:`AnswerRejected`
 with a message the model can act on (it is sent back when the judge asks again). Nothing is guessed:
@@ -18,11 +23,32 @@ from trace_scorer.config.judge import StructuredOutput
 
 T = TypeVar("T", bound=BaseModel)
 
+#: Every mode, strongest first: the step-down order. A schema-enforcing mode comes before JSON mode, and
+#: the prompt alone (parse and repair by asking again) is the last resort.
+MODES: tuple[StructuredOutput, ...] = (
+    "json_schema",
+    "json_object_schema",
+    "vllm_structured",
+    "ollama_format",
+    "tools",
+    "json_object",
+    "none",
+)
+
 #: Each mode's fallback when an endpoint rejects it.
 STEP_DOWN: dict[StructuredOutput, StructuredOutput | None] = {
-    "json_schema": "json_object",
-    "json_object": "none",
-    "none": None,
+    mode: MODES[i + 1] if i + 1 < len(MODES) else None for i, mode in enumerate(MODES)
+}
+
+#: Words in an error body that name a mode's parameter: an answer naming them rejects the mode.
+REJECTION_WORDS: dict[StructuredOutput, tuple[str, ...]] = {
+    "json_schema": ("response_format", "json_schema", "structured output"),
+    "json_object_schema": ("response_format", "json_object", "schema"),
+    "vllm_structured": ("structured_outputs", "structured output"),
+    "ollama_format": ("format",),
+    "tools": ("tools", "tool_choice", "function"),
+    "json_object": ("response_format", "json_object"),
+    "none": (),
 }
 
 
@@ -57,20 +83,53 @@ def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     return result
 
 
-def response_format(mode: StructuredOutput, schema: type[BaseModel]) -> dict[str, Any] | None:
-    """The ``response_format`` request parameter for ``mode`` (None: do not send the parameter)."""
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every local ``$ref`` replaced by its definition and ``$defs`` dropped: the form every
+    grammar converter takes (llama.cpp's and Ollama's handle ``$ref`` unevenly). The judge's schemas are
+    not recursive."""
+    defs = schema.get("$defs") or {}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    result: dict[str, Any] = walk(schema)
+    return result
+
+
+def request_fields(mode: StructuredOutput, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The chat request's fields that ask for ``schema`` (a closed JSON schema named ``name``) in ``mode``."""
     if mode == "json_schema":
+        spec = {"name": name, "schema": schema, "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    if mode == "json_object_schema":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if mode == "vllm_structured":
+        return {"structured_outputs": {"json": schema}}
+    if mode == "ollama_format":
+        return {"format": schema}
+    if mode == "tools":
+        function = {"name": name, "description": "Give the answer in this format.", "parameters": schema}
         return {
-            "type": "json_schema",
-            "json_schema": {
-                "name": schema_name(schema),
-                "schema": strict_json_schema(schema),
-                "strict": True,
-            },
+            "tools": [{"type": "function", "function": function}],
+            "tool_choice": {"type": "function", "function": {"name": name}},
         }
     if mode == "json_object":
-        return {"type": "json_object"}
-    return None
+        return {"response_format": {"type": "json_object"}}
+    return {}
+
+
+def response_format(mode: StructuredOutput, schema: type[BaseModel]) -> dict[str, Any] | None:
+    """The ``response_format`` request parameter for ``mode`` (None: the mode sends none)."""
+    fields = request_fields(mode, schema_name(schema), strict_json_schema(schema))
+    fmt: dict[str, Any] | None = fields.get("response_format")
+    return fmt
 
 
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)

@@ -9,7 +9,8 @@ Decisions (also in docs/metrics.md):
 - Reference topics come from the sample (item metadata) when it has them, else from the ``reference_topics``
   option (a fixed list in the target's config); absent or empty → skipped.
 - The judge must return every reference topic exactly once (matched case- and space-insensitively);
-  otherwise the answer does not validate and it is asked again.
+  otherwise the answer does not validate and it is asked again. The schema sent says so too (the topics
+  as an enum, as many items as topics: :func:`answer_schema`), so a grammar-constrained server keeps to it.
 - Extracted topics repeated in one answer count once.
 - A model that extracts no topics gives no value (named in the details); when no model extracts any,
   the sample is skipped with that reason.
@@ -17,6 +18,7 @@ Decisions (also in docs/metrics.md):
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -32,6 +34,7 @@ from trace_scorer.judge.panel import (
     value_comment,
 )
 from trace_scorer.judge.prompts import TOPICS, topic_list
+from trace_scorer.judge.structured import strict_json_schema
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
 from trace_scorer.metrics.base import MetricOutput, Outcome, Skipped
 from trace_scorer.sample import Sample
@@ -100,6 +103,17 @@ class TopicAnswer(BaseModel):
         return self
 
 
+def answer_schema(reference: list[str]) -> dict[str, Any]:
+    """TopicAnswer's closed JSON schema with this sample's constraints: ``reference_topics`` lists each
+    reference topic (an enum of them), as many items as there are topics; an extracted topic is non-empty."""
+    schema = copy.deepcopy(strict_json_schema(TopicAnswer))
+    coverage = schema["$defs"]["ReferenceCoverage"]
+    coverage["properties"]["topic"] = {"type": "string", "enum": list(reference)}
+    listed = schema["properties"]["reference_topics"]
+    listed["minItems"] = listed["maxItems"] = len(reference)
+    return schema
+
+
 class TopicAdherenceOptions(JudgedOptions):
     mode: Mode = "f1"
     #: A fixed list of allowed topics, used for samples that bring none of their own.
@@ -147,10 +161,13 @@ class TopicAdherence(JudgedMetric[TopicAdherenceOptions]):
         judge = self.judge
         data = {"conversation": judge.render(sample), "reference_topics": topic_list(reference)}
         mode = self.options.mode
+        schema = answer_schema(reference)
 
         async def per_model(session: ModelSession) -> ModelVerdict:
             context = {"reference_topics": reference}
-            answer = (await session.ask(TOPICS, schema=TopicAnswer, data=data, context=context)).value
+            answer = (
+                await session.ask(TOPICS, schema=TopicAnswer, data=data, context=context, json_schema=schema)
+            ).value
             extra: dict[str, Any] = {
                 "topics": [{"topic": t.topic, "on_topic": t.on_topic} for t in answer.topics],
                 "reference_coverage": {r.topic: r.covered for r in answer.reference_topics},

@@ -56,13 +56,25 @@ async def send_retrying(
     call: Callable[[], Awaitable[T]],
 ) -> T:
     """``await call()`` under the provider's retry policy: each attempt in one of the provider's slots and
-    within the request deadline. The last error is raised once the retries run out. Every attempt asks for
-    its slot with the request's priority, so a retry is not queued behind requests asked after it."""
+    within the request deadline. The last error is raised once the retries run out.
+
+    A timed-out attempt keeps its slot as long again before it is retried: a server that queues (llama.cpp,
+    Ollama) finishes requests whose client gave up, so a retry sent at once would wait behind it and a
+    timeout would multiply the server's work. Every attempt asks for its slot with the request's priority,
+    so a retry is not queued behind requests asked after it."""
     priority = request_priority()
 
     async def attempt() -> T:
         async with limits.slot(priority):
-            return await within_deadline(deadline, seconds, url, call)
+            started = limits.now()
+            try:
+                answer = await within_deadline(deadline, seconds, url, call)
+            except openai.APITimeoutError:
+                limits.timed_out()
+                await limits.hold(limits.now() - started)
+                raise
+            limits.answered(limits.now() - started)
+            return answer
 
     return await run_retrying(retrying, attempt)
 

@@ -6,6 +6,10 @@ traces first) or, outside such work, the time it was first asked; a retry keeps 
 semaphore a retry went to the back of the queue after its back-off, so with a slow judge the retries of
 every trace of a batch interleaved and none finished (40 traces, 4 slots: none in 240 s); now a trace
 started first finishes first, and each trace's time is bounded by its own calls, not the batch's.
+
+With ``adaptive_concurrency`` the bound on requests in flight follows the server (:class:`AdaptiveBound`):
+a local server that runs one request at a time queues the others silently (no 429), so their latency
+grows with the number in flight; the bound shrinks until latency is back near the fastest seen.
 """
 
 from __future__ import annotations
@@ -90,6 +94,54 @@ class RateGate(Protocol):
 GateFor = Callable[[str, float], RateGate]
 
 
+class AdaptiveBound:
+    """Requests in flight, bounded by a limit that follows latency (AIMD, latency-driven).
+
+    ``baseline`` is the fastest answer seen (a queueing server's first answer of a burst is served at
+    once, so it is the service time). An answer taking ``tolerance`` × baseline or more means requests
+    wait in the server's queue: the limit shrinks in proportion (limit × baseline ÷ latency, at least 1);
+    a timeout halves it. Once 4 × ``limit`` answers in a row came back near the baseline, it grows by
+    one (a probe), up to the configured maximum. Hand-written: the well-kept limiters (aiolimiter,
+    asyncio's semaphore) have fixed bounds, and the adaptive ones (Netflix's concurrency-limits) are Java.
+    """
+
+    def __init__(self, maximum: int, *, start: int | None = None, tolerance: float = 2.0) -> None:
+        self.maximum = maximum
+        self.limit = float(start if start is not None else maximum)
+        self.tolerance = tolerance
+        self.baseline: float | None = None
+        self.in_flight = 0
+        self._good = 0
+        self._changed = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight < max(1, int(self.limit)))
+            self.in_flight += 1
+
+    async def release(self) -> None:
+        async with self._changed:
+            self.in_flight -= 1
+            self._changed.notify_all()
+
+    def observe(self, seconds: float) -> None:
+        """An answer came back after ``seconds``: move the limit."""
+        if self.baseline is None or seconds < self.baseline:
+            self.baseline = seconds
+        if seconds < self.tolerance * max(self.baseline, 1e-3):
+            self._good += 1
+            if self._good >= 4 * int(self.limit) and self.limit < self.maximum:
+                self.limit = min(float(self.maximum), int(self.limit) + 1.0)
+                self._good = 0
+            return
+        self._good = 0
+        self.limit = max(1.0, self.limit * self.baseline / seconds)
+
+    def timed_out(self) -> None:
+        self._good = 0
+        self.limit = max(1.0, self.limit / 2)
+
+
 class ProviderLimits:
     """Bounds one provider's traffic, over all its models and all metrics of the process."""
 
@@ -100,8 +152,11 @@ class ProviderLimits:
         *,
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        adaptive: bool = False,
     ) -> None:
         self._slots = PrioritySlots(max_concurrency)
+        #: The latency-driven bound (``adaptive_concurrency``), under ``max_concurrency``; None: fixed.
+        self.adaptive = AdaptiveBound(max_concurrency) if adaptive else None
         self.requests_per_minute = requests_per_minute
         self._limiter: RateGate | None = rate_limiter(requests_per_minute) if requests_per_minute else None
         self._sleep = sleep
@@ -115,6 +170,16 @@ class ProviderLimits:
         if self.requests_per_minute:
             self._limiter = gate_for(provider, self.requests_per_minute)
 
+    def now(self) -> float:
+        return self._clock()
+
+    async def hold(self, seconds: float) -> None:
+        """Keep the caller's slot ``seconds`` longer (a timed-out request the server may still be running).
+
+        Under a second is not held: a request that short is no work worth waiting out."""
+        if seconds >= 1.0:
+            await self._sleep(seconds)
+
     def pause(self, seconds: float) -> None:
         """Hold new requests for ``seconds`` (the provider said Retry-After): don't hammer a throttled API."""
         self._resume_at = max(self._resume_at, self._clock() + seconds)
@@ -122,19 +187,35 @@ class ProviderLimits:
     @asynccontextmanager
     async def slot(self, priority: int | None = None) -> AsyncIterator[None]:
         """One request's turn: a concurrency slot first (by ``priority``, smallest first; by default the
-        current :data:`work_priority`, else now), then the pause and a rate token."""
+        current :data:`work_priority`, else now), then the adaptive bound, the pause and a rate token."""
         if priority is None:
             priority = request_priority()
         await self._slots.acquire(priority)
         try:
-            delay = self._resume_at - self._clock()
-            if delay > 0:
-                await self._sleep(delay)
-            if self._limiter is not None:
-                await self._limiter.acquire()
-            yield
+            if self.adaptive is not None:
+                await self.adaptive.acquire()
+            try:
+                delay = self._resume_at - self._clock()
+                if delay > 0:
+                    await self._sleep(delay)
+                if self._limiter is not None:
+                    await self._limiter.acquire()
+                yield
+            finally:
+                if self.adaptive is not None:
+                    await self.adaptive.release()
         finally:
             self._slots.release()
+
+    def timed_out(self) -> None:
+        """A request timed out (the adaptive bound halves)."""
+        if self.adaptive is not None:
+            self.adaptive.timed_out()
+
+    def answered(self, seconds: float) -> None:
+        """A request was answered after ``seconds`` (the adaptive bound follows it)."""
+        if self.adaptive is not None:
+            self.adaptive.observe(seconds)
 
 
 def request_priority() -> int:

@@ -83,9 +83,12 @@ class RetryPolicy:
         self,
         on_retry_after: Callable[[float], None] | None = None,
         on_retry: shared.OnRetry | None = None,
+        permanent: Callable[[BaseException], bool] | None = None,
     ) -> AsyncRetrying:
         """A fresh tenacity controller; ``on_retry_after`` hears of each server-requested wait, ``on_retry``
-        of every retry (the failure, the attempt that failed, the wait before the next one)."""
+        of every retry (the failure, the attempt that failed, the wait before the next one); a failure
+        ``permanent`` says is final is not retried even when its status is (a 500 naming a parameter the
+        server does not take says the same thing every time)."""
 
         def before_retry(error: BaseException | None, attempt: int, wait: float) -> None:
             asked = retry_after_seconds(error)
@@ -96,7 +99,7 @@ class RetryPolicy:
 
         return shared.retrying(
             attempts=self.attempts,
-            retryable=is_transient,
+            retryable=is_transient if permanent is None else lambda e: is_transient(e) and not permanent(e),
             wait=shared.backoff(self.initial_wait, self.max_wait, jitter=self.jitter),
             retry_after=retry_after_seconds,
             max_retry_after=self.max_retry_after,

@@ -27,6 +27,7 @@ from trace_scorer.langfuse import (
     TimeWindow,
 )
 from trace_scorer.langfuse.errors import LangfuseUnusableError
+from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.plan import build_plans
 from trace_scorer.resources import open_resources
@@ -192,6 +193,7 @@ async def run_check(settings: Settings, console: Console) -> int:
     async with AsyncExitStack() as resources_stack:
         resources = open_resources(settings, resources_stack, tracing_default=False)
         plans = build_plans(settings.targets, resources=resources)
+        models_ok = await print_model_probes(resources, console)
     langfuse = await check_langfuse(settings)
     info, existing, problems = langfuse.info, langfuse.configs, langfuse.problems
     console.print(
@@ -221,4 +223,28 @@ async def run_check(settings: Settings, console: Console) -> int:
         console.print(f"target {target.name} ({target.source}): {verdict}", highlight=False)
         for problem in problems[target.name]:
             console.print(f"  - {problem}", highlight=False)
-    return 1 if failing or not state.ok else 0
+    return 1 if failing or not state.ok or not models_ok else 0
+
+
+async def print_model_probes(resources: Resources, console: Console) -> bool:
+    """One tiny request to every judge and embedding model (judge/probe.py), printed; False when one
+    cannot work."""
+    from trace_scorer.judge.probe import probe_models
+
+    results = await probe_models(resources.judge, resources.embedder)
+    for result in results:
+        if result.ok:
+            mode = f", structured output {result.mode}" if result.mode else ""
+            console.print(
+                f"[bold]{result.kind} model[/bold] {result.model}: [green]answers[/green] in "
+                f"{result.seconds or 0:.2f}s{mode} ({result.detail})",
+                highlight=False,
+            )
+        else:
+            console.print(
+                f"[bold]{result.kind} model[/bold] {result.model}: [red]cannot work[/red]: {result.reason}",
+                highlight=False,
+            )
+        for warning in result.warnings:
+            console.print(f"  [yellow]warning[/yellow]: {warning}", highlight=False)
+    return all(r.ok for r in results)

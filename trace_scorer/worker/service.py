@@ -293,6 +293,9 @@ class Worker:
             langfuse_retries=client.stats.total_retries - retries_before,
             duration_seconds=round(asyncio.get_running_loop().time() - started, 3),
         )
+        if (judge := self.context.resources.judge) is not None and (spent := judge.ledger.by_model()):
+            # the judges' running totals per model since start-up (docs/judges.md "Tokens, cost, cache")
+            log.info("judge_usage", target=target.name, models={m: u.as_details() for m, u in spent.items()})
 
     async def run(self) -> None:
         """Tick every target at its interval until :attr:`stop` is set, then let running ticks finish."""

@@ -96,7 +96,7 @@ def test_the_production_client_sends_through_aiohttp() -> None:
 async def test_a_connection_reset_before_the_answer_is_a_connection_error_and_retried(
     start_llm: StartOpenAI, judge_on: MakeJudge
 ) -> None:
-    llm = start_llm()
+    llm = start_llm(profile="openai")  # a hosted API: json_schema taken, nothing to negotiate
     llm.script_faults(ScriptedFault("reset", route=CHAT))
     outcome, retries = await judged_with_retries(judge_on(url(llm)))
     assert isinstance(outcome, Score)
@@ -109,7 +109,7 @@ async def test_a_connection_reset_before_the_answer_is_a_connection_error_and_re
 async def test_an_answer_cut_halfway_is_a_connection_error_and_retried(
     start_llm: StartOpenAI, judge_on: MakeJudge
 ) -> None:
-    llm = start_llm()
+    llm = start_llm(profile="openai")  # a hosted API: json_schema taken, nothing to negotiate
     llm.script_faults(ScriptedFault("drop", route=CHAT))
     outcome, retries = await judged_with_retries(judge_on(url(llm)))
     assert isinstance(outcome, Score)
@@ -129,7 +129,7 @@ async def test_a_refused_connection_is_named_so_not_a_timeout(judge_on: MakeJudg
 
 
 async def test_a_server_that_never_answers_times_out(start_llm: StartOpenAI, judge_on: MakeJudge) -> None:
-    llm = start_llm()
+    llm = start_llm(profile="openai")  # a hosted API: json_schema taken, nothing to negotiate
     llm.script_faults(ScriptedFault("timeout", route=CHAT))
     judge = judge_on(url(llm), retry_attempts=1, timeout="0.2s")  # the per-read timeout, aiohttp's sock_read
     outcome, _ = await judged_with_retries(judge)
@@ -140,7 +140,7 @@ async def test_a_server_that_never_answers_times_out(start_llm: StartOpenAI, jud
 async def test_a_429_is_waited_out_as_its_retry_after_says(
     start_llm: StartOpenAI, judge_on: MakeJudge, sleeps: SleepRecorder
 ) -> None:
-    llm = start_llm()
+    llm = start_llm(profile="openai")  # a hosted API: json_schema taken, nothing to negotiate
     llm.script_faults(ScriptedFault("429", route=CHAT, retry_after=7))
     outcome, retries = await judged_with_retries(judge_on(url(llm)))
     assert isinstance(outcome, Score)
@@ -152,7 +152,7 @@ async def test_a_429_is_waited_out_as_its_retry_after_says(
 async def test_the_key_goes_as_a_bearer_header_and_never_into_an_error(
     start_llm: StartOpenAI, judge_on: MakeJudge
 ) -> None:
-    llm = start_llm(api_key=KEY)
+    llm = start_llm(profile="openai", api_key=KEY)
     good, _ = await judged_with_retries(judge_on(url(llm)))
     assert isinstance(good, Score)
     wrong = "sk-standin-wrong-key-9876543210"
@@ -164,7 +164,7 @@ async def test_the_key_goes_as_a_bearer_header_and_never_into_an_error(
 
 
 async def test_token_usage_is_what_the_endpoint_reported(start_llm: StartOpenAI, judge_on: MakeJudge) -> None:
-    llm = start_llm()
+    llm = start_llm(profile="openai")  # a hosted API: json_schema taken, nothing to negotiate
     judge = judge_on(url(llm), prices={"judge-a": {"input": 1.0, "output": 2.0}})
     outcome = await critic(judge).score(booking_sample(), {})
     assert isinstance(outcome, Score)
@@ -198,7 +198,7 @@ async def test_embeddings_arrive_whole_and_in_order(start_llm: StartOpenAI, slee
 async def test_no_request_line_is_logged_at_info(
     start_llm: StartOpenAI, judge_on: MakeJudge, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    llm = start_llm()
+    llm = start_llm(profile="openai")  # a hosted API: json_schema taken, nothing to negotiate
     configure_logging("INFO", "json")
     try:
         outcome = await critic(judge_on(url(llm))).score(booking_sample(), {})

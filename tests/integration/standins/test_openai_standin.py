@@ -92,7 +92,7 @@ def values(results: list[list[Any]]) -> list[list[float | None]]:
 
 
 async def test_every_judged_metric_gets_valid_answers_first_time(start_llm: StartOpenAI) -> None:
-    llm = start_llm()
+    llm = start_llm(profile="openai")  # json_schema taken: no step-down request to count
     sample_list = samples()
     results, judge = await score_all(llm, sample_list)
     assert all(isinstance(r, Score) for row in results for r in row), results
@@ -123,8 +123,8 @@ async def test_yes_rate_moves_the_verdicts(start_llm: StartOpenAI) -> None:
     assert {row[helpful - 1].value for row in never} == {0.0}
 
 
-def test_the_same_request_gets_the_same_answer_over_http(start_llm: StartOpenAI) -> None:
-    llm = start_llm()
+def test_the_same_request_gets_the_same_answer_at_temperature_0_and_varied_ones_above(start_llm: StartOpenAI) -> None:
+    llm = start_llm(profile="openai")
     body = {
         "model": "judge-a",
         "messages": [{"role": "user", "content": 'Answer in this JSON format: {"reasoning": "…", "verdict": 1}'}],
@@ -143,11 +143,14 @@ def test_the_same_request_gets_the_same_answer_over_http(start_llm: StartOpenAI)
         },
     }
     with httpx.Client(base_url=llm.url) as http:
-        answers = [http.post("/v1/chat/completions", json={**body, "temperature": t}).json() for t in (0.0, 0.7)]
+        answers = [http.post("/v1/chat/completions", json={**body, "temperature": 0.0}).json() for _ in range(2)]
+        sampled = [http.post("/v1/chat/completions", json={**body, "temperature": 0.7}).json() for _ in range(8)]
         other = http.post("/v1/chat/completions", json={**body, "model": "judge-b"}).json()
     contents = [a["choices"][0]["message"]["content"] for a in answers]
-    assert contents[0] == contents[1]  # temperature does not change the draw
+    assert contents[0] == contents[1]  # greedy: the same request, the same answer
     assert set(json.loads(contents[0])) == {"reasoning", "verdict"}
+    # sampling: the same request gets different answers (the real server's votes differed at 0.7)
+    assert len({a["choices"][0]["message"]["content"] for a in sampled}) > 1
     assert answers[0]["usage"]["total_tokens"] > 0
     assert other["model"] == "judge-b"
 
@@ -270,7 +273,7 @@ def test_malformed_requests_are_refused_and_recorded(start_llm: StartOpenAI) -> 
 
 
 async def test_the_stand_in_runs_as_a_separate_process(start_llm: StartOpenAI) -> None:
-    llm = start_llm(mode="process", faults=FaultConfig(latency=0.01))
+    llm = start_llm(mode="process", profile="openai", faults=FaultConfig(latency=0.01))
     results, _ = await score_all(llm, samples(2))
     assert all(isinstance(r, Score) for row in results for r in row)
     assert llm.stats()["total_requests"] == 2 * 2 * 5

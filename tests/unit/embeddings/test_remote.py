@@ -241,3 +241,25 @@ async def test_retries_are_told_to_the_owner_for_the_metrics(
     await embedder.embed(["hello"])
     assert [(model, status) for model, status, _ in told] == [("p/e", "503"), ("p/e", "429")]
     assert told[1][2] == 7.0 and sleeps.waits == [told[0][2], 7.0]
+
+
+# --- per-token answers (llama-cpp-python's server) ------------------------------------------------
+
+
+async def test_per_token_vectors_are_mean_pooled_per_input(api: EmbeddingsAPI, make_embedder: EmbedderFactory) -> None:
+    # llama-cpp-python's server answers, for a model without pooling, a list of vectors per input
+    api.script.append(embeddings_response([[[1.0, 0.0], [0.0, 1.0]], [[2.0, 2.0]]], prompt_tokens=3))  # type: ignore[list-item]
+    embedder = await make_embedder(provider("p", "e"))
+    assert await embedder.embed(["two tokens", "one"]) == [[0.5, 0.5], [2.0, 2.0]]
+    assert embedder.stats()["p/e"]["requests"] == 1
+
+
+async def test_an_unusable_answer_is_an_error_and_its_request_still_counts(
+    api: EmbeddingsAPI, make_embedder: EmbedderFactory
+) -> None:
+    api.script.append(embeddings_response([[1.0, 0.0], [1.0, 0.0, 0.0]], prompt_tokens=7))
+    embedder = await make_embedder(provider("p", "e"))
+    with pytest.raises(EmbeddingError, match="different lengths"):
+        await embedder.embed(["a", "b"])
+    stats = embedder.stats()["p/e"]
+    assert stats["requests"] == 1 and stats["tokens"] == 7

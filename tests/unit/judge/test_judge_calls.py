@@ -139,7 +139,7 @@ async def test_back_off_is_capped(llm: ScriptedLLM, make_judge: JudgeFactory, sl
     assert "HTTP 503" in outcome.reason and "after 7 attempts" in outcome.reason
 
 
-async def test_timeouts_are_retried(make_judge: JudgeFactory, sleeps: SleepRecorder) -> None:
+async def test_timeouts_are_retried_once_waited_out(make_judge: JudgeFactory, sleeps: SleepRecorder) -> None:
     import respx
 
     calls = 0
@@ -148,14 +148,18 @@ async def test_timeouts_are_retried(make_judge: JudgeFactory, sleeps: SleepRecor
         nonlocal calls
         calls += 1
         if calls == 1:
+            sleeps.advance(60.0)  # the read timed out after a minute: the server may still be running it
             raise httpx.ReadTimeout("slow", request=request)
         return completion(verdict(1))
 
     with respx.mock() as mock:
         mock.post(url__regex=r".*/chat/completions$").mock(side_effect=side_effect)
-        judge = await make_judge(provider("p", "a"))
+        judge = await make_judge(provider("p", "a", max_concurrency=1))
         outcome = await critic(judge).score(booking_sample(), {})
-    assert isinstance(outcome, Score) and calls == 2 and len(sleeps.waits) == 1
+    assert isinstance(outcome, Score) and calls == 2
+    # the slot is held as long again (no second request queued behind the abandoned one), then the back-off
+    held, backoff = sleeps.waits
+    assert 60.0 <= held < 61.0 and 2.0 <= backoff <= 3.0
 
 
 async def test_client_errors_are_not_retried(
@@ -372,9 +376,11 @@ async def test_json_schema_steps_down_to_json_object(llm: ScriptedLLM, make_judg
     outcome = await critic(judge).score(booking_sample(), {})
     assert isinstance(outcome, Score) and outcome.value == 1.0
     assert [r["response_format"]["type"] for r in llm.requests] == ["json_schema", "json_object"]
-    # remembered: the next request goes straight to json_object
+    # llama.cpp's form: JSON mode carrying the schema; remembered, the next request goes straight to it
+    assert llm.requests[1]["response_format"]["schema"]["properties"]["verdict"]["enum"] == [0, 1]
     await critic(judge).score(booking_sample(id="2", messages=[Message(role="user", content="x")]), {})
-    assert llm.requests[-1]["response_format"] == {"type": "json_object"}
+    assert llm.requests[-1]["response_format"]["type"] == "json_object"
+    assert "schema" in llm.requests[-1]["response_format"]
 
 
 async def test_json_schema_request_is_strict(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
