@@ -6,3 +6,35 @@ try:
     __version__ = version("trace-scorer")
 except PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0.0.0+unknown"
+
+#: The Python API (docs/python-api.md), imported on first use so that ``import trace_scorer`` (and the
+#: CLI's start-up) does not load the metrics, pydantic models and the pipeline.
+_API = {
+    "score": "trace_scorer.api",
+    "ascore": "trace_scorer.api",
+    "JudgeConfig": "trace_scorer.api",
+    "Results": "trace_scorer.api",
+    "Sample": "trace_scorer.sample",
+    "langfuse_evaluator": "trace_scorer.evaluators",
+    "langfuse_run_evaluator": "trace_scorer.evaluators",
+}
+
+__all__ = [
+    "JudgeConfig",
+    "Results",
+    "Sample",
+    "__version__",
+    "ascore",
+    "langfuse_evaluator",
+    "langfuse_run_evaluator",
+    "score",
+]
+
+
+def __getattr__(name: str) -> object:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trace_scorer' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(module), name)
