@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -202,7 +203,7 @@ class ExpressionFormula(KpiFormula[ExpressionOptions]):
 FormulaClass = type[KpiFormula[Any]]
 
 #: The built-in formulas, in the order error messages list them. A new formula is one line here.
-BUILTIN_FORMULAS: dict[str, FormulaClass] = {
+FORMULAS: dict[str, FormulaClass] = {
     cls.key: cls
     for cls in (
         AverageFormula,
@@ -220,11 +221,15 @@ def _is_formula_class(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, KpiFormula) and isinstance(vars(obj).get("key"), str)
 
 
+@cache
 def installed_formulas() -> dict[str, FormulaClass]:
     """The built-in formulas, then the installed plug-ins' (``trace_scorer.kpi_formulas`` entry points).
 
-    Raises PluginError for a plug-in that does not load, is not a formula class, or reuses a name."""
-    formulas = dict(BUILTIN_FORMULAS)
+    Loaded on first use (the first KPI entry validated), not at import: a plug-in's module imports
+    trace-scorer's modules, which would otherwise load it while it is still half-imported; and a broken
+    plug-in is then reported where the CLI reports configuration errors (exit 2). Raises PluginError for a
+    plug-in that does not load, is not a formula class, or reuses a name."""
+    formulas = dict(FORMULAS)
     for cls in load_plugins(KPI_FORMULAS_GROUP, _is_formula_class, "a KpiFormula class with a key"):
         if cls.key in formulas and formulas[cls.key] is not cls:
             first = formulas[cls.key]
@@ -236,12 +241,9 @@ def installed_formulas() -> dict[str, FormulaClass]:
     return formulas
 
 
-#: Read once, at import: the settings' KPI entries are validated against it (config/targets.py).
-FORMULAS: dict[str, FormulaClass] = installed_formulas()
-
 
 def build_kpi(entry: KpiSpec, metric_names: tuple[str, ...]) -> Kpi:
     """Compile one ``[[targets.kpis]]`` entry. ``metric_names``: the target's metric score names,
     used when ``metrics`` is omitted. Raises ValueError (with the reason) on a bad expression."""
-    formula = FORMULAS[entry.formula](entry.options, metric_names)
+    formula = installed_formulas()[entry.formula](entry.options, metric_names)
     return Kpi(entry.name, entry.formula, formula.inputs(), formula.compute, formula.describe())

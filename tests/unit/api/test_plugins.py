@@ -17,7 +17,7 @@ import pytest
 
 from trace_scorer import plugins
 from trace_scorer.extract.formats import FORMATS, installed_formats
-from trace_scorer.kpi.formulas import BUILTIN_FORMULAS, installed_formulas
+from trace_scorer.kpi.formulas import FORMULAS, installed_formulas
 from trace_scorer.plugins import PluginError
 
 PLUGIN = '''
@@ -137,14 +137,14 @@ def test_a_format_entry_point_is_added_after_the_builtins(monkeypatch: pytest.Mo
 
 def test_a_formula_entry_point_is_registered_by_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
     fake(monkeypatch, plugins.KPI_FORMULAS_GROUP, "tests.unit.api.test_plugins:Third")
-    formulas = installed_formulas()
-    assert list(formulas)[: len(BUILTIN_FORMULAS)] == list(BUILTIN_FORMULAS) and formulas["third"] is Third
+    formulas = installed_formulas.__wrapped__()  # not the process's cached table
+    assert list(formulas)[: len(FORMULAS)] == list(FORMULAS) and formulas["third"] is Third
 
 
 def test_a_formula_reusing_a_builtin_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     fake(monkeypatch, plugins.KPI_FORMULAS_GROUP, "tests.unit.api.test_plugins:Average")
     with pytest.raises(PluginError, match="KPI formula 'average' is defined twice"):
-        installed_formulas()
+        installed_formulas.__wrapped__()
 
 
 @pytest.mark.parametrize(
@@ -159,7 +159,7 @@ def test_a_wrong_entry_point_names_itself(
     monkeypatch: pytest.MonkeyPatch, group: str, value: str, message: str
 ) -> None:
     fake(monkeypatch, group, value)
-    load = installed_formats.__wrapped__ if group == plugins.FORMATS_GROUP else installed_formulas
+    load = installed_formats.__wrapped__ if group == plugins.FORMATS_GROUP else installed_formulas.__wrapped__
     with pytest.raises(PluginError, match=f"entry point 'fake' \\({value}\\).*{message}"):
         load()
 
@@ -174,3 +174,32 @@ class Third(_Average):
 
 class Average(_Average):
     key = "average"
+
+
+@pytest.mark.parametrize(
+    ("entry_points", "named"),
+    [
+        ("[trace_scorer.formats]\nbroken = json:dumps\n", "'broken' (json:dumps) of trace_scorer.formats"),
+        ("[trace_scorer.kpi_formulas]\nbroken = json:dumps\n", "'broken' (json:dumps) of trace_scorer.kpi_formulas"),
+    ],
+)
+def test_a_broken_plugin_stops_score_at_start_up(tmp_path: Path, entry_points: str, named: str) -> None:
+    """Exit 2 naming the entry point, before anything is read (not a traceback, not a note on every
+    trace's extraction)."""
+    info = tmp_path / "broken-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "trace_scorer", "score", "examples/traces/openai_chat.jsonl"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""
