@@ -178,6 +178,11 @@ def build_plan(
     """Validate ``target`` (the ``index``-th in the settings) and order its metrics and KPIs."""
     prefix = f"targets[{index}]"
     registry = registry or default_registry()
+    # Plug-in formats load here, at start-up, like the metrics': a broken one stops the command (exit 2)
+    # instead of failing every trace's extraction later. Imported here: extract/ is not needed otherwise.
+    from trace_scorer.extract.formats import installed_formats
+
+    installed_formats()
     resources = resources or Resources()
     problems = _Problems()
     built = _instantiate(target, prefix, registry, resources, problems)

@@ -6,6 +6,7 @@ closes them (``await stack.aclose()`` or the end of an ``async with AsyncExitSta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 
 from trace_scorer.config.settings import Settings
@@ -14,19 +15,22 @@ from trace_scorer.judge import build_judge
 from trace_scorer.metrics.base import Resources
 
 
-def open_resources(settings: Settings, stack: AsyncExitStack, *, tracing_default: bool) -> Resources:
+def open_resources(
+    settings: Settings, stack: AsyncExitStack, *, tracing_default: bool, environ: Mapping[str, str] | None = None
+) -> Resources:
     """The judge and the embedder for these settings (None where not configured), closed by ``stack``.
 
     ``tracing_default`` applies when ``judge.tracing`` is unset: the worker passes True, offline commands
-    False. Raises :class:`ConfigError` for what the user must fix; what was opened before is still closed
-    by the stack.
+    False. ``environ``: where API keys are read (default ``os.environ``; the Python API's
+    ``JudgeConfig(api_key=…)`` hands its key over this way). Raises :class:`ConfigError` for what the
+    user must fix; what was opened before is still closed by the stack.
     """
     resources = Resources()
-    judge = build_judge(settings, tracing_default=tracing_default)
+    judge = build_judge(settings, tracing_default=tracing_default, environ=environ)
     if judge is not None:
         stack.push_async_callback(judge.aclose)
         resources.judge = judge
-    embedder = build_embedder(settings)
+    embedder = build_embedder(settings, environ=environ)
     if embedder is not None:
         stack.push_async_callback(embedder.aclose)
         resources.embedder = embedder

@@ -27,7 +27,7 @@ from trace_scorer.config.logging import LogSettings
 from trace_scorer.config.state import StateSettings, refuse_password_in_file
 from trace_scorer.config.targets import KpiEntry, TargetSettings, entry_model
 from trace_scorer.config.worker import WorkerSettings
-from trace_scorer.kpi.formulas import FORMULAS
+from trace_scorer.kpi.formulas import installed_formulas
 
 DEFAULT_CONFIG_FILE = Path("settings.toml")
 
@@ -136,7 +136,7 @@ def format_location(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
-        elif previous is not None and isinstance(previous, int) and part in _KPI_TAGS:
+        elif previous is not None and isinstance(previous, int) and part in installed_formulas():
             pass  # pydantic puts the union's tag in the path; the user never wrote it
         else:
             text += f".{part}" if text else str(part)
@@ -144,8 +144,6 @@ def format_location(loc: tuple[int | str, ...]) -> str:
     return text
 
 
-#: Formula names pydantic puts into the location of a KPI option's error (dropped when reporting the key).
-_KPI_TAGS = frozenset(FORMULAS)
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:
@@ -172,8 +170,8 @@ def known_keys(loc: tuple[int | str, ...], model: Any = None) -> list[str]:
         current = _section_type(current)
         if isinstance(part, int):
             continue  # an item of a list: _section_type took the list off
-        if isinstance(current, type) and issubclass(current, KpiEntry) and part in FORMULAS:
-            current = entry_model(FORMULAS[part])  # the formula's tag pydantic puts into the location
+        if isinstance(current, type) and issubclass(current, KpiEntry) and part in installed_formulas():
+            current = entry_model(installed_formulas()[part])  # the formula's tag pydantic puts into the location
         elif isinstance(current, type) and issubclass(current, BaseModel):
             field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
             if field is None:

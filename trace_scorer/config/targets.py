@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, SerializeAsAn
 from trace_scorer.config.common import Duration, ScoreName, StrictModel
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.kpi.base import FormulaOptions
-from trace_scorer.kpi.formulas import FORMULAS, FormulaClass
+from trace_scorer.kpi.formulas import FormulaClass, installed_formulas
 from trace_scorer.patterns import SafePattern
 
 
@@ -63,7 +63,7 @@ class KpiEntry(StrictModel):
     @property
     def options(self) -> FormulaOptions:
         """The formula's options: this entry without ``name`` and ``formula``."""
-        options = FORMULAS[self.formula].Options
+        options = installed_formulas()[self.formula].Options
         return options.model_validate(self.model_dump(exclude=set(_KPI_KEYS), exclude_unset=True))
 
 
@@ -78,7 +78,7 @@ def entry_model(formula: FormulaClass) -> type[KpiEntry]:
 def _formula_entries() -> TypeAdapter[KpiEntry]:
     """The entry models of the registry's formulas, as a union tagged by ``formula``."""
     # Built at run time from the registry, so written with subscripts a type checker cannot follow.
-    union = cast(Any, Union)[tuple(entry_model(formula) for formula in FORMULAS.values())]
+    union = cast(Any, Union)[tuple(entry_model(formula) for formula in installed_formulas().values())]
     return TypeAdapter(cast(Any, Annotated)[union, Field(discriminator="formula")])
 
 

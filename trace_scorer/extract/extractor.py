@@ -28,6 +28,7 @@ from trace_scorer.extract.rows import (
     trace_order,
 )
 from trace_scorer.extract.tools import output_error, read_tool_observation
+from trace_scorer.plugins import PluginError
 from trace_scorer.sample import Message, Sample, ToolCall, ToolSpec, content_text
 from trace_scorer.times import parse_time
 
@@ -48,6 +49,8 @@ def extract_sample(
     notes = Notes()
     try:
         return _Extraction(notes, references or _DEFAULT_REFERENCES).run(rows, item, trace_id)
+    except PluginError:  # not the data's fault: a broken plug-in format stops the command (plan.py)
+        raise
     except Exception as exc:  # the contract is "never raises on data"; a bug must not stop a run
         notes.add(f"extraction failed ({type(exc).__name__}: {short(str(exc), 100)}); sample left empty")
         fallback = trace_id if isinstance(trace_id, str) else None

@@ -4,7 +4,7 @@ Formats are recognised per message and per content block rather than per trace: 
 mixes them (a LangChain agent on Anthropic writes LangChain messages holding ``tool_use`` blocks), so
 every message goes through the same reader and each format contributes what it knows: the reader knows
 the shape they share (OpenAI chat: ``role``, ``content`` or ``parts``, ``tool_calls``, ``tool_call_id``,
-the legacy ``function_call``) and asks the formats of ``formats.FORMATS`` for the rest, never naming
+the legacy ``function_call``) and asks the formats of ``formats.installed_formats()`` for the rest, never naming
 one (formats/base.py, the :class:`~trace_scorer.extract.formats.Format` protocol).
 The containers understood: a message list; ``{"messages": [...]}`` (OpenAI integration with tools,
 LangGraph state, Anthropic request with ``system``); a Chat Completions response (``choices``); a
@@ -15,43 +15,74 @@ message. A plain string is one message (``user`` on the input side, ``assistant`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from trace_scorer.extract.formats import FORMATS, BlockHandler, Format
+from trace_scorer.extract.formats import BlockHandler, Format, installed_formats
 from trace_scorer.extract.model import Call, Content, Msg, Notes, Role, Side, short
 from trace_scorer.extract.toolcalls import read_tool_call, read_tool_calls
 from trace_scorer.sample import content_text
 
 __all__ = ["MessageReader", "Side"]
 
-# The shapes every format shares, then each format's own, merged once (formats/base.py says what each
-# table means). Where formats answer through a method, they are asked in FORMATS order.
-ROLES: dict[str, Role] = {
-    "system": "system",
-    "user": "user",
-    "assistant": "assistant",
-    "tool": "tool",
-    "ipython": "tool",  # Llama 3's tool role
-    **{role: mapped for fmt in FORMATS for role, mapped in fmt.roles.items()},
-}
-#: Messages with a ``type`` but no ``role`` (LangGraph state dumps): type → role name.
-ROLE_BY_TYPE: dict[str, str] = {kind: role for fmt in FORMATS for kind, role in fmt.message_types.items()}
-#: Roles that make a ``[role, content]`` pair a message.
-PAIR_ROLES = frozenset(role for fmt in FORMATS for role in fmt.pair_roles)
-#: Role-less items that are turns of their own: type → the format that reads them.
-ITEM_FORMATS: dict[str, Format] = {kind: fmt for fmt in FORMATS for kind in fmt.item_types}
-BLOCK_HANDLERS: dict[str, BlockHandler] = {kind: h for fmt in FORMATS for kind, h in fmt.blocks.items()}
-#: Untyped parts recognised by one key, in order: the first key a part has decides.
-KEYED_PARTS: dict[str, BlockHandler] = {key: h for fmt in FORMATS for key, h in fmt.keyed_parts.items()}
-#: Text blocks: type → the key holding the text (OTel text parts use "content").
-TEXT_BLOCKS = {"text": "text", **{kind: key for fmt in FORMATS for kind, key in fmt.text_blocks.items()}}
-#: Blocks that carry no text or calls we score (media, reasoning): skipped without a note.
-IGNORED_BLOCKS = frozenset(kind for fmt in FORMATS for kind in fmt.skipped_blocks)
-#: Untyped media parts (Gemini ``inlineData``/``fileData``): skipped without a note.
-_MEDIA_KEYS = frozenset(key for fmt in FORMATS for key in fmt.skipped_parts)
 _MAX_DEPTH = 6
-#: Message keys that may hold calls (besides content blocks).
-_CALL_KEYS = frozenset({"tool_calls", "toolCalls", "function_call"}).union(*(fmt.call_keys for fmt in FORMATS))
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """The shapes every format shares, then each format's own, merged once (formats/base.py says what
+    each table means). Where formats answer through a method, they are asked in ``formats`` order."""
+
+    formats: tuple[Format, ...]
+    roles: dict[str, Role]
+    #: Messages with a ``type`` but no ``role`` (LangGraph state dumps): type → role name.
+    role_by_type: dict[str, str]
+    #: Roles that make a ``[role, content]`` pair a message.
+    pair_roles: frozenset[str]
+    #: Role-less items that are turns of their own: type → the format that reads them.
+    item_formats: dict[str, Format]
+    block_handlers: dict[str, BlockHandler]
+    #: Untyped parts recognised by one key, in order: the first key a part has decides.
+    keyed_parts: dict[str, BlockHandler]
+    #: Text blocks: type → the key holding the text (OTel text parts use "content").
+    text_blocks: dict[str, str]
+    #: Blocks that carry no text or calls we score (media, reasoning): skipped without a note.
+    ignored_blocks: frozenset[str]
+    #: Untyped media parts (Gemini ``inlineData``/``fileData``): skipped without a note.
+    media_keys: frozenset[str]
+    #: Message keys that may hold calls (besides content blocks).
+    call_keys: frozenset[str]
+
+
+def tables_of(formats: tuple[Format, ...]) -> _Tables:
+    """The merged tables of ``formats``, asked in this order."""
+    return _Tables(
+        formats=formats,
+        roles={
+            "system": "system",
+            "user": "user",
+            "assistant": "assistant",
+            "tool": "tool",
+            "ipython": "tool",  # Llama 3's tool role
+            **{role: mapped for fmt in formats for role, mapped in fmt.roles.items()},
+        },
+        role_by_type={kind: role for fmt in formats for kind, role in fmt.message_types.items()},
+        pair_roles=frozenset(role for fmt in formats for role in fmt.pair_roles),
+        item_formats={kind: fmt for fmt in formats for kind in fmt.item_types},
+        block_handlers={kind: h for fmt in formats for kind, h in fmt.blocks.items()},
+        keyed_parts={key: h for fmt in formats for key, h in fmt.keyed_parts.items()},
+        text_blocks={"text": "text", **{kind: key for fmt in formats for kind, key in fmt.text_blocks.items()}},
+        ignored_blocks=frozenset(kind for fmt in formats for kind in fmt.skipped_blocks),
+        media_keys=frozenset(key for fmt in formats for key in fmt.skipped_parts),
+        call_keys=frozenset({"tool_calls", "toolCalls", "function_call"}).union(*(fmt.call_keys for fmt in formats)),
+    )
+
+
+@cache
+def _tables() -> _Tables:
+    """Built on first use, with the plug-ins' formats (``installed_formats``)."""
+    return tables_of(installed_formats())
 
 
 class MessageReader:
@@ -119,7 +150,7 @@ class MessageReader:
             found = self.read(inner, side, where, depth + 1) or []
             system = _system_prompt(value)
             return [Msg(role="system", content=system), *found] if system else found
-        for fmt in FORMATS:
+        for fmt in _tables().formats:
             unpacked = fmt.unpack(value)
             if unpacked is None:
                 continue
@@ -134,23 +165,24 @@ class MessageReader:
     def read_message(self, raw: Mapping[str, Any], side: Side, where: str) -> list[Msg] | None:
         """One message (possibly several: Anthropic tool results become one tool message each)."""
         message = raw
-        for fmt in FORMATS:
+        for fmt in _tables().formats:
             message = fmt.unwrap(message)
         kind = message.get("type")
         role_value = message.get("role")
         if role_value is None and isinstance(kind, str):
-            item_format = ITEM_FORMATS.get(kind)
+            item_format = _tables().item_formats.get(kind)
             if item_format is not None:
                 return item_format.read_item(message, kind, self.notes, where)
-            role_value = ROLE_BY_TYPE.get(kind.lower())
+            role_value = _tables().role_by_type.get(kind.lower())
         if role_value is None:
             return None
-        role = ROLES.get(role_value.lower()) if isinstance(role_value, str) else None
+        role = _tables().roles.get(role_value.lower()) if isinstance(role_value, str) else None
         if role is None:
             self.notes.add(f"{where}: message role {short(role_value)} not recognised; message skipped")
             return []
         tool_call_id = _call_id(message)
-        if role == "tool" and tool_call_id is None and any(fmt.not_a_tool_result(message) for fmt in FORMATS):
+        formats = _tables().formats
+        if role == "tool" and tool_call_id is None and any(fmt.not_a_tool_result(message) for fmt in formats):
             return []  # e.g. a tool definition the LangChain handler appended, not a tool result
         content = Content()
         if "content" in message:
@@ -174,13 +206,13 @@ class MessageReader:
         return out
 
     def _calls(self, message: Mapping[str, Any], content: Content, where: str) -> list[Call]:
-        if _CALL_KEYS.isdisjoint(message):  # most messages: no calls outside the content blocks
+        if _tables().call_keys.isdisjoint(message):  # most messages: no calls outside the content blocks
             return content.calls
         notes = self.notes
         legacy = message.get("function_call")  # before tool calls were, a call without an id
         legacy_call = read_tool_call(legacy, notes, where=where) if legacy is not None else None
         sources = [read_tool_calls(message.get("tool_calls", message.get("toolCalls")), notes, where=where)]
-        for fmt in FORMATS:
+        for fmt in _tables().formats:
             sources.extend(fmt.message_calls(message, notes, where))
         if legacy_call is not None:
             sources.append([legacy_call])
@@ -205,18 +237,18 @@ class MessageReader:
     def _read_block(self, block: Mapping[str, Any], content: Content, where: str) -> None:
         kind = block.get("type")
         if isinstance(kind, str):
-            handler = BLOCK_HANDLERS.get(kind)
+            handler = _tables().block_handlers.get(kind)
             if handler is not None:
                 handler(block, content, self.notes, where)
                 return
-            if kind in IGNORED_BLOCKS:
+            if kind in _tables().ignored_blocks:
                 return
-            key = TEXT_BLOCKS.get(kind)
+            key = _tables().text_blocks.get(kind)
             if key is None:
                 self.notes.add(f"{where}: content block of type {short(kind)} not read")
                 return
         else:
-            for part_key, part_handler in KEYED_PARTS.items():
+            for part_key, part_handler in _tables().keyed_parts.items():
                 if part_key in block:
                     part_handler(block, content, self.notes, where)
                     return
@@ -225,7 +257,7 @@ class MessageReader:
             text = block.get("content")
         if isinstance(text, str):
             content.texts.append(text)
-        elif kind is None and not _MEDIA_KEYS.intersection(block):
+        elif kind is None and not _tables().media_keys.intersection(block):
             self.notes.add(f"{where}: a content block without type or text not read ({short(block)})")
 
 
@@ -250,13 +282,13 @@ def _is_role_pair(item: list[Any]) -> bool:
     return (
         len(item) == 2
         and isinstance(item[0], str)
-        and item[0].lower() in PAIR_ROLES
+        and item[0].lower() in _tables().pair_roles
         and isinstance(item[1], str | list)
     )
 
 
 def _system_prompt(container: Mapping[str, Any]) -> str | None:
-    for fmt in FORMATS:
+    for fmt in _tables().formats:
         system = fmt.system_prompt(container)
         if system is not None:
             return system

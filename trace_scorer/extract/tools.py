@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trace_scorer.extract.arguments import read_arguments, string_keys
-from trace_scorer.extract.formats import FORMATS
+from trace_scorer.extract.formats import installed_formats
 from trace_scorer.extract.model import RAW_ARGUMENTS_KEY, Call, Notes
 from trace_scorer.extract.rows import Observation
 
@@ -25,14 +25,14 @@ def read_tool_observation(observation: Observation, notes: Notes) -> Call | None
     """The call a TOOL observation records, or None (noted) when it has no name."""
     name = observation.name
     if name:  # a span name such as OTel's "execute_tool <tool>", when the tool name attribute was not kept
-        name = next((found for fmt in FORMATS if (found := fmt.tool_name(name)) is not None), name)
+        name = next((found for fmt in installed_formats() if (found := fmt.tool_name(name)) is not None), name)
     if not name:
         notes.add(f"{observation.label()}: a TOOL observation without a name; not counted as a call")
         return None
     arguments = _arguments(observation.input, name, notes)
     result = observation.output
     call_id = None
-    for fmt in FORMATS:  # an output in a format's envelope (a serialized LangChain ToolMessage)
+    for fmt in installed_formats():  # an output in a format's envelope (a serialized LangChain ToolMessage)
         unwrapped = fmt.tool_output(result)
         if unwrapped is not None:
             result, call_id = unwrapped
@@ -87,7 +87,7 @@ def _metadata_call_id(metadata: Mapping[str, Any]) -> str | None:
     value = metadata.get("tool_call_id")
     if isinstance(value, str) and value:
         return value
-    for fmt in FORMATS:  # a format's attribute (OTel's gen_ai.tool.call.id)
+    for fmt in installed_formats():  # a format's attribute (OTel's gen_ai.tool.call.id)
         value = fmt.tool_call_id(metadata)
         if value is not None:
             return value

@@ -1,7 +1,9 @@
 """The KPI formulas (docs/metrics.md "KPI formulas"), one class each, and the registry of them by name.
 
 Each class holds its ``Options`` (the keys of its ``[[targets.kpis]]`` entry, validated with the settings
-by config/targets.py) and its arithmetic. Adding a formula: a class here and its line in ``FORMULAS``.
+by config/targets.py) and its arithmetic. Adding a formula: a class here and its line in ``FORMULAS``, or,
+from another package, a ``KpiFormula`` subclass with a ``key`` under the entry-point group
+``trace_scorer.kpi_formulas``.
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import operator
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from trace_scorer.kpi.base import FormulaOptions, Kpi, KpiFormula, KpiSpec, Number
 from trace_scorer.kpi.expression import compile_expression
+from trace_scorer.plugins import KPI_FORMULAS_GROUP, PluginError, load_plugins
 
 
 class CombineOptions(FormulaOptions):
@@ -198,7 +202,7 @@ class ExpressionFormula(KpiFormula[ExpressionOptions]):
 
 FormulaClass = type[KpiFormula[Any]]
 
-#: The formulas by name, in the order error messages list them. A new formula is one line here.
+#: The built-in formulas, in the order error messages list them. A new formula is one line here.
 FORMULAS: dict[str, FormulaClass] = {
     cls.key: cls
     for cls in (
@@ -213,8 +217,33 @@ FORMULAS: dict[str, FormulaClass] = {
 }
 
 
+def _is_formula_class(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, KpiFormula) and isinstance(vars(obj).get("key"), str)
+
+
+@cache
+def installed_formulas() -> dict[str, FormulaClass]:
+    """The built-in formulas, then the installed plug-ins' (``trace_scorer.kpi_formulas`` entry points).
+
+    Loaded on first use (the first KPI entry validated), not at import: a plug-in's module imports
+    trace-scorer's modules, which would otherwise load it while it is still half-imported; and a broken
+    plug-in is then reported where the CLI reports configuration errors (exit 2). Raises PluginError for a
+    plug-in that does not load, is not a formula class, or reuses a name."""
+    formulas = dict(FORMULAS)
+    for cls in load_plugins(KPI_FORMULAS_GROUP, _is_formula_class, "a KpiFormula class with a key"):
+        if cls.key in formulas and formulas[cls.key] is not cls:
+            first = formulas[cls.key]
+            raise PluginError(
+                f"KPI formula {cls.key!r} is defined twice: {first.__module__}.{first.__name__} "
+                f"and {cls.__module__}.{cls.__name__}"
+            )
+        formulas[cls.key] = cls
+    return formulas
+
+
+
 def build_kpi(entry: KpiSpec, metric_names: tuple[str, ...]) -> Kpi:
     """Compile one ``[[targets.kpis]]`` entry. ``metric_names``: the target's metric score names,
     used when ``metrics`` is omitted. Raises ValueError (with the reason) on a bad expression."""
-    formula = FORMULAS[entry.formula](entry.options, metric_names)
+    formula = installed_formulas()[entry.formula](entry.options, metric_names)
     return Kpi(entry.name, entry.formula, formula.inputs(), formula.compute, formula.describe())

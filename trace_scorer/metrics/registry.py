@@ -15,22 +15,19 @@ import inspect
 import pkgutil
 from collections.abc import Iterator
 from functools import lru_cache
-from importlib.metadata import entry_points
 from typing import Any
 
 import trace_scorer.metrics as builtin_package
-from trace_scorer.errors import UserError
 from trace_scorer.metrics.base import Metric
+from trace_scorer.plugins import METRICS_GROUP, PluginError, load_plugins
 
-ENTRY_POINT_GROUP = "trace_scorer.metrics"
+ENTRY_POINT_GROUP = METRICS_GROUP
 
 MetricClass = type[Metric[Any]]
 
 
-class RegistryError(UserError):
+class RegistryError(PluginError):
     """A metric could not be registered (two with one key, a broken entry point)."""
-
-    heading = "configuration error:\n"
 
 
 def _keyed_classes(module_name: str) -> Iterator[MetricClass]:
@@ -57,15 +54,12 @@ def _builtin_modules() -> dict[str, str]:
     }
 
 
+def _is_metric_class(obj: Any) -> bool:
+    return inspect.isclass(obj) and issubclass(obj, Metric) and "key" in vars(obj)
+
+
 def _entry_point_classes() -> Iterator[MetricClass]:
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:
-            raise RegistryError(f"entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
-        if not (inspect.isclass(obj) and issubclass(obj, Metric) and "key" in vars(obj)):
-            raise RegistryError(f"entry point {ep.name!r} ({ep.value}) is not a Metric class with a key")
-        yield obj
+    yield from load_plugins(ENTRY_POINT_GROUP, _is_metric_class, "a Metric class with a key")
 
 
 class MetricRegistry:

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from trace_scorer.config.targets import KpiEntry, _formula_entries
 from trace_scorer.kpi.base import FormulaOptions, KpiFormula
 from trace_scorer.kpi.expression import DivisionByZero, ExpressionError, compile_expression
-from trace_scorer.kpi.formulas import FORMULAS, WeightedSumOptions, build_kpi
+from trace_scorer.kpi.formulas import FORMULAS, WeightedSumOptions, build_kpi, installed_formulas
 from trace_scorer.metrics.base import Outcome, Score, Skipped
 
 ENTRY: TypeAdapter[Any] = TypeAdapter(KpiEntry)
@@ -181,10 +181,12 @@ class _ScaleFormula(KpiFormula[_ScaleOptions]):
 @pytest.fixture
 def scale_formula(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     _formula_entries.cache_clear()
+    installed_formulas.cache_clear()
     monkeypatch.setitem(FORMULAS, "scale", _ScaleFormula)
     yield
     monkeypatch.undo()
     _formula_entries.cache_clear()
+    installed_formulas.cache_clear()
 
 
 @pytest.mark.usefixtures("scale_formula")

@@ -54,14 +54,15 @@ def test_no_two_formats_claim_the_same_type_or_key():
 
 
 def test_the_merged_lookups_hold_every_format_table():
-    assert messages.ROLES["human"] == "user" and messages.ROLES["model"] == "assistant"
-    assert messages.ROLES["developer"] == "system"
-    assert {"tool_use", "tool_call", "tool-call"} <= messages.BLOCK_HANDLERS.keys()
-    assert list(messages.KEYED_PARTS) == ["functionCall", "function_call", "functionResponse", "function_response"]
-    assert {"image", "input_image", "thinking", "blob", "media"} <= messages.IGNORED_BLOCKS
-    assert "inlineData" in messages._MEDIA_KEYS
+    tables = messages.tables_of(FORMATS)
+    assert tables.roles["human"] == "user" and tables.roles["model"] == "assistant"
+    assert tables.roles["developer"] == "system"
+    assert {"tool_use", "tool_call", "tool-call"} <= tables.block_handlers.keys()
+    assert list(tables.keyed_parts) == ["functionCall", "function_call", "functionResponse", "function_response"]
+    assert {"image", "input_image", "thinking", "blob", "media"} <= tables.ignored_blocks
+    assert "inlineData" in tables.media_keys
     assert {"tool_calls", "toolCalls", "function_call", "additional_kwargs", "invalid_tool_calls"} == (
-        messages._CALL_KEYS
+        tables.call_keys
     )
 
 
@@ -76,10 +77,9 @@ class _Echo(Format):
 
 
 def test_a_new_format_is_one_object_in_the_list(monkeypatch):
-    """What docs/formats.md promises: a format is read once it is in FORMATS (tables are merged at
-    import, so this test patches the merged role table as the import would have)."""
-    monkeypatch.setattr(messages, "FORMATS", (*FORMATS, _Echo()))
-    monkeypatch.setattr(messages, "ROLES", {**messages.ROLES, "speaker": "assistant"})
+    """What docs/formats.md promises: a format is read once it is in the formats asked (FORMATS, then
+    the plug-ins': the tables are merged on first use)."""
+    monkeypatch.setattr(messages, "_tables", lambda: messages.tables_of((*FORMATS, _Echo())))
     found = messages.MessageReader(Notes()).read({"echo": [{"role": "speaker", "content": "hi"}]}, "output", "w")
     assert found is not None
     assert [(m.role, m.content) for m in found] == [("system", "echoed"), ("assistant", "hi")]
