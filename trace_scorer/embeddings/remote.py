@@ -25,9 +25,8 @@ from openai.types import CreateEmbeddingResponse
 
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
-from trace_scorer.providers.client import HttpClient, describe_error, open_client, send_retrying
+from trace_scorer.providers.client import HttpClient, describe_error, open_client, provider_limits, send_retrying
 from trace_scorer.providers.deadline import Deadline, system_deadline
-from trace_scorer.providers.limits import ProviderLimits
 from trace_scorer.providers.retry import RetryPolicy, retry_status
 from trace_scorer.providers.usage import Usage
 from trace_scorer.retry import Sleep
@@ -59,13 +58,7 @@ class EmbeddingProvider:
         #: ``timeout``, ``connection_error``) and the wait before the next attempt.
         self.on_retry: Callable[[str, str, float], None] | None = None
         self.settings = settings
-        self.limits = ProviderLimits(
-            settings.max_concurrency,
-            settings.requests_per_minute,
-            sleep=sleep,
-            clock=clock,
-            adaptive=settings.adaptive_concurrency,
-        )
+        self.limits = provider_limits(settings, sleep, clock)
         self._retry = retry
         self._http, self._client = open_client(settings, api_key, http_client)
         self._closed = False

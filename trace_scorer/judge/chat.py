@@ -28,9 +28,8 @@ from trace_scorer.judge.structured import (
     schema_name,
     strict_json_schema,
 )
-from trace_scorer.providers.client import HttpClient, describe_error, open_client, send_retrying
+from trace_scorer.providers.client import HttpClient, describe_error, open_client, provider_limits, send_retrying
 from trace_scorer.providers.deadline import Deadline, system_deadline
-from trace_scorer.providers.limits import ProviderLimits
 from trace_scorer.providers.retry import RetryPolicy
 from trace_scorer.providers.usage import Usage
 from trace_scorer.retry import OnRetry, Sleep
@@ -137,13 +136,7 @@ class Provider:
         #: Bounds each HTTP request in all (``settings.deadline`` seconds, the answer's body included).
         self.deadline = deadline
         self.settings = settings
-        self.limits = ProviderLimits(
-            settings.max_concurrency,
-            settings.requests_per_minute,
-            sleep=sleep,
-            clock=clock,
-            adaptive=settings.adaptive_concurrency,
-        )
+        self.limits = provider_limits(settings, sleep, clock)
         self._retry = retry
         self._http, self.client = open_client(settings, api_key, http_client)
         self._modes: dict[str, StructuredOutput] = {}

@@ -20,7 +20,7 @@ from trace_scorer.logs import redact_text
 from trace_scorer.providers import transport
 from trace_scorer.providers.deadline import Deadline
 from trace_scorer.providers.limits import ProviderLimits, request_priority
-from trace_scorer.retry import run_retrying
+from trace_scorer.retry import Sleep, run_retrying
 
 #: What the openai client can send through: the providers' aiohttp client, or (tests) an httpx one.
 HttpClient = httpx2.AsyncClient | httpx.AsyncClient
@@ -96,6 +96,17 @@ def _describe(exc: BaseException) -> str:
         cause = exc.__cause__
         return f"connection error: {cause or exc}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def provider_limits(settings: ProviderSettings, sleep: Sleep, clock: Callable[[], float]) -> ProviderLimits:
+    """A provider's traffic bounds from its settings: one place for the chat and the embeddings clients."""
+    return ProviderLimits(
+        settings.max_concurrency,
+        settings.requests_per_minute,
+        sleep=sleep,
+        clock=clock,
+        adaptive=settings.adaptive_concurrency,
+    )
 
 
 def open_client(
