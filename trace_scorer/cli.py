@@ -222,14 +222,13 @@ def _files_settings(config: Path | None, paths: Sequence[Path]) -> Path | None:
 def run_score(args: argparse.Namespace) -> int:
     import asyncio
 
-    from trace_scorer.config import load_settings
     from trace_scorer.inputs import load_inputs
     from trace_scorer.logs import configure_logging
     from trace_scorer.metrics.registry import default_registry
     from trace_scorer.offline import computes_locally
     from trace_scorer.report import print_report
 
-    settings = load_settings(args.config)
+    settings = _load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
     registry = default_registry()
     chosen = _choose_target(settings, args.target)
@@ -370,11 +369,20 @@ def _run_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _load_settings(config: Path | None) -> Settings:
+    """The settings of a command that plans its targets: a refused file's problems come with those of its
+    targets' plans (unknown metric, KPI naming a missing score), in one run rather than two (issue 23)."""
+    from trace_scorer.config import load_settings
+    from trace_scorer.plan import raw_target_problems
+
+    return load_settings(config, check_targets=raw_target_problems)
+
+
 def _worker_settings(args: argparse.Namespace) -> Settings:
-    from trace_scorer.config import ConfigError, load_settings
+    from trace_scorer.config import ConfigError
     from trace_scorer.logs import configure_logging
 
-    settings = load_settings(args.config)
+    settings = _load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)
     if not settings.targets:
         raise ConfigError("no [[targets]] configured: the worker has nothing to score (see settings.toml)")

@@ -147,6 +147,26 @@ def build_plans(
     return plans
 
 
+def raw_target_problems(entries: Any, source: str, *, registry: MetricRegistry | None = None) -> list[str]:
+    """The plan problems (unknown metric, bad option, KPI naming a missing score…) of the ``[[targets]]``
+    entries, as written in ``source``, that validate on their own: passed to ``load_settings`` so that a
+    refused file's plan problems come in the same run as its settings problems (issue 23). An entry that
+    does not validate is left out: its problems are already the settings'."""
+    if not isinstance(entries, list):
+        return []
+    problems: list[str] = []
+    for index, entry in enumerate(entries):
+        try:
+            target = TargetSettings.model_validate(entry)
+        except ValidationError:
+            continue
+        try:
+            build_plan(target, index=index, registry=registry)
+        except ConfigError as exc:
+            problems.extend(f"{source}: {line}" for line in str(exc).splitlines())
+    return problems
+
+
 def _check_kpis(
     target: TargetSettings, prefix: str, metric_names: Sequence[str], owners: dict[str, str], problems: _Problems
 ) -> None:

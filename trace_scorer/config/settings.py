@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -202,10 +202,18 @@ def _section_type(annotation: Any) -> Any:
             return annotation
 
 
-def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+#: Checks the ``[[targets]]`` entries of a refused file: (the entries as written, the source) → problems.
+TargetsCheck = Callable[[Any, str], list[str]]
+
+
+def load_settings(
+    path: Path | None = None, environ: Mapping[str, str] | None = None, check_targets: TargetsCheck | None = None
+) -> Settings:
     """Load and validate the settings; raise :class:`ConfigError` naming the key on any problem.
 
-    ``path`` None means ``./settings.toml`` when it exists, else defaults plus environment.
+    ``path`` None means ``./settings.toml`` when it exists, else defaults plus environment. When the file
+    is refused, ``check_targets`` (the CLI passes plan.py's, which config/ may not import) adds the problems
+    of its targets' metrics and KPIs to the message: one run reports them all (issue 23).
     """
     environ = os.environ if environ is None else environ
     if path is None and DEFAULT_CONFIG_FILE.exists():
@@ -239,6 +247,13 @@ def load_settings(path: Path | None = None, environ: Mapping[str, str] | None = 
         if saved is not None:
             os.environ.clear()
             os.environ.update(saved)
+    if problems and check_targets is not None and not _targets_from_environment(environ):
+        problems.extend(check_targets(data.get("targets"), source))
     if problems:
         raise ConfigError("\n".join(problems))
     return settings
+
+
+def _targets_from_environment(environ: Mapping[str, str]) -> bool:
+    """Whether ``TRACE_SCORER_TARGETS…`` replaces the file's targets (then those are not the ones to check)."""
+    return any(name.upper().startswith("TRACE_SCORER_TARGETS") for name in environ)

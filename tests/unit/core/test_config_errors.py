@@ -4,13 +4,14 @@ of every target) is reported in one run, and a misspelt key or metric name gets 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from trace_scorer import cli
 from trace_scorer.config import ConfigError, TargetSettings, load_settings
-from trace_scorer.plan import build_plan, build_plans
+from trace_scorer.plan import build_plan, build_plans, raw_target_problems
 
 SECRET = "sk-lf-0123456789abcdef"
 
@@ -169,3 +170,60 @@ def test_every_problem_of_every_target_is_reported_at_once() -> None:
     assert lines[4].startswith("targets[1].metrics[0].metric: unknown metric 'tool_corectness' (did you mean "
                                "'tool_correctness'?)")
     assert len(lines) == 5  # 'rogue' is the failed entry's own name: not reported twice
+
+
+MIXED = """
+[[targets]]
+name = "t"
+intreval = "1m"
+  [[targets.metrics]]
+  metric = "rouge"
+[[targets]]
+name = "u"
+  [[targets.metrics]]
+  metric = "rogue"
+  [[targets.kpis]]
+  name = "q"
+  formula = "threshold"
+  metric = "blue"
+  threshold = 0.5
+"""
+
+
+def test_a_file_s_settings_and_plan_problems_are_reported_in_one_run(tmp_path: Path) -> None:
+    path = tmp_path / "settings.toml"
+    path.write_text(MIXED)
+    with pytest.raises(ConfigError) as raised:
+        load_settings(path, environ={}, check_targets=raw_target_problems)
+    lines = str(raised.value).splitlines()
+    assert lines[0] == f"{path}: targets[0].intreval: unknown key (did you mean 'interval'?)"
+    assert lines[1].startswith(f"{path}: targets[1].metrics[0].metric: unknown metric 'rogue' (did you mean "
+                               "'rouge'?) (known: ")
+    assert lines[2].startswith(f"{path}: targets[1].kpis[0]: formula names 'blue', which this target does not")
+    assert len(lines) == 3  # target 0 did not validate: its own problem only
+
+
+@pytest.mark.parametrize("command", ["check", "run", "backfill", "score"])
+def test_check_run_backfill_and_score_report_both_kinds_of_problem_at_once(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in os.environ if n.upper().startswith("TRACE_SCORER_")]:
+        monkeypatch.delenv(name)
+    path = tmp_path / "settings.toml"
+    path.write_text(MIXED)
+    extra = {"backfill": ["--target", "u", "--from", "2026-01-01"], "score": [str(tmp_path / "traces.jsonl")]}
+    assert cli.main([command, "--config", str(path), *extra.get(command, [])]) == 2
+    err = capsys.readouterr().err
+    assert "targets[0].intreval: unknown key (did you mean 'interval'?)" in err
+    assert "targets[1].metrics[0].metric: unknown metric 'rogue' (did you mean 'rouge'?)" in err
+
+
+def test_targets_given_in_the_environment_leave_the_file_s_targets_unplanned(tmp_path: Path) -> None:
+    path = tmp_path / "settings.toml"
+    path.write_text("[log]\nlevl = 'INFO'\n" + MIXED.replace("intreval", "interval"))
+    environ = {"TRACE_SCORER_TARGETS": '[{"name": "e", "metrics": [{"metric": "rouge"}]}]'}
+    with pytest.raises(ConfigError) as raised:
+        load_settings(path, environ=environ, check_targets=raw_target_problems)
+    assert [line.split(": ", 1)[1] for line in str(raised.value).splitlines()] == [
+        "log.levl: unknown key (did you mean 'level'?)"
+    ]
