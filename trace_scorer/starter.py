@@ -22,6 +22,9 @@ from trace_scorer.sample import Sample
 
 if TYPE_CHECKING:
     from trace_scorer.config import Settings
+    from trace_scorer.config.references import ReferenceSettings
+    from trace_scorer.langfuse import LangfuseClient, TimeWindow
+    from trace_scorer.langfuse.types import TraceFilter
 
 #: The sample fields a metric can require, in the order the survey lists them.
 FIELDS = ("messages", "response", "tool_calls", "expected", "reference", "reference_tool_calls", "reference_topics")
@@ -155,20 +158,33 @@ def write_settings(path: Path, text: str, *, force: bool) -> None:
 
 async def recent_samples(settings: Settings, now: datetime, hours: float, limit: int) -> list[Sample]:
     """Up to ``limit`` of the newest traces of the last ``hours``, extracted as the worker extracts them."""
-    from trace_scorer.extract import extract_sample
     from trace_scorer.langfuse import LangfuseClient, TimeWindow
-    from trace_scorer.langfuse.trace_scan import OversizedTrace
     from trace_scorer.langfuse.types import TraceFilter
 
     async with LangfuseClient(settings.langfuse) as client:
         await client.connect()
-        roots = []
-        async for root in client.reads.list_trace_roots(TimeWindow(now - timedelta(hours=hours), now), TraceFilter()):
-            roots.append(root)
-            if len(roots) >= limit:
-                break
-        samples = []
-        async for trace in client.reads.fetch_traces(roots):
-            if not isinstance(trace, OversizedTrace) and trace.rows:
-                samples.append(extract_sample(trace.rows, trace_id=trace.trace_id))
-        return samples
+        return await read_samples(client, TimeWindow(now - timedelta(hours=hours), now), TraceFilter(), limit)
+
+
+async def read_samples(
+    client: LangfuseClient,
+    window: TimeWindow,
+    trace_filter: TraceFilter,
+    limit: int,
+    references: ReferenceSettings | None = None,
+) -> list[Sample]:
+    """Up to ``limit`` of the newest traces in ``window`` matching ``trace_filter``, extracted as the worker
+    extracts them (with a target's ``references``). Shared by ``init`` and ``check``."""
+    from trace_scorer.extract import extract_sample
+    from trace_scorer.langfuse.trace_scan import OversizedTrace
+
+    roots = []
+    async for root in client.reads.list_trace_roots(window, trace_filter):
+        roots.append(root)
+        if len(roots) >= limit:
+            break
+    samples = []
+    async for trace in client.reads.fetch_traces(roots):
+        if not isinstance(trace, OversizedTrace) and trace.rows:
+            samples.append(extract_sample(trace.rows, references=references, trace_id=trace.trace_id))
+    return samples

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,8 +30,10 @@ from trace_scorer.langfuse import (
 from trace_scorer.langfuse.errors import LangfuseUnusableError
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
-from trace_scorer.plan import build_plans
+from trace_scorer.plan import AnyMetric, TargetPlan, build_plans
 from trace_scorer.resources import open_resources
+from trace_scorer.sample import Sample
+from trace_scorer.starter import read_samples
 from trace_scorer.state import check_state
 from trace_scorer.worker.backfill_bar import BackfillProgress
 from trace_scorer.worker.dataset_runs import DatasetRunSource
@@ -216,14 +219,79 @@ async def run_check(settings: Settings, console: Console) -> int:
             table.add_row(plan.target.name, plan.target.source, spec.name, status, plan.config_hash)
     console.print(table)
     failing = False
+    working: set[str] = set()  # the targets whose inputs are surveyed (the others cannot read at all)
     for target in settings.targets:
         blocking = [p for p in problems[target.name] if "not posted" not in p]
         failing = failing or bool(blocking)
+        if not blocking:
+            working.add(target.name)
         verdict = "[red]cannot work[/red]" if blocking else "[green]endpoints answer[/green]"
         console.print(f"target {target.name} ({target.source}): {verdict}", highlight=False)
         for problem in problems[target.name]:
             console.print(f"  - {problem}", highlight=False)
+    await print_input_coverage(settings, [p for p in plans if p.target.name in working], console)
     return 1 if failing or not state.ok or not models_ok else 0
+
+
+#: ``check`` reads up to this many traces of the last ``INPUT_SURVEY_HOURS`` per traces target (as ``init``).
+INPUT_SURVEY_TRACES = 50
+INPUT_SURVEY_HOURS = 24.0
+#: How a warning names a sample field (others: the field's name, spaced).
+FIELD_WORDS = {"expected": "expected answers", "response": "responses", "reference": "references"}
+
+
+async def print_input_coverage(settings: Settings, plans: list[TargetPlan], console: Console) -> None:
+    """Per traces target, how many recent traces carry each per-sample metric's inputs, extracted as the
+    worker extracts them; a warning when none does (the metric would be skipped on every trace). Warnings
+    only: the exit code is unchanged. Dataset-runs targets are not read: their items carry the expected
+    outputs, and a run is made on purpose for its metrics."""
+    now = utc_now()
+    window = TimeWindow(now - timedelta(hours=INPUT_SURVEY_HOURS), now)
+    try:
+        async with LangfuseClient.failing_fast(settings.langfuse) as client:
+            await client.connect()
+            for plan in plans:
+                await _print_target_coverage(client, plan, settings, window, console)
+    except LangfuseError as error:  # the reads were tried above: a failure now is transient, not a verdict
+        console.print(f"inputs not surveyed: {error}", highlight=False)
+
+
+async def _print_target_coverage(
+    client: LangfuseClient, plan: TargetPlan, settings: Settings, window: TimeWindow, console: Console
+) -> None:
+    target = plan.target
+    if target.source != "traces":
+        console.print(f"target {target.name}: inputs not surveyed (dataset runs)", highlight=False)
+        return
+    filter_ = trace_filter(target, settings)
+    samples = await read_samples(client, window, filter_, INPUT_SURVEY_TRACES, target.references)
+    if not samples:
+        hours = f"{INPUT_SURVEY_HOURS:g}"
+        console.print(f"target {target.name}: no trace in the last {hours} h, inputs not surveyed", highlight=False)
+        return
+    console.print(f"target {target.name}: inputs in its {len(samples)} most recent traces", highlight=False)
+    for line in input_coverage(plan.sample_metrics, samples):
+        console.print(f"  {line}", highlight=False)
+
+
+def input_coverage(metrics: Sequence[AnyMetric], samples: Sequence[Sample]) -> list[str]:
+    """One line per metric: how many of ``samples`` carry all its inputs; when none does, a warning naming
+    the inputs no sample carries ("0 of 50 recent traces carry reference tool calls: tool_call_accuracy
+    would be skipped on all")."""
+    lines = []
+    for metric in metrics:
+        missing = [metric.missing_inputs(sample) for sample in samples]
+        carrying = sum(not m for m in missing)
+        if carrying:
+            lines.append(f"{metric.name}: {carrying} of {len(samples)} recent traces carry its inputs")
+            continue
+        absent = [name for name in metric.requires if all(name in m for m in missing)] or list(metric.requires)
+        fields = " and ".join(FIELD_WORDS.get(name, name.replace("_", " ")) for name in absent)
+        lines.append(
+            f"[yellow]warning[/yellow]: 0 of {len(samples)} recent traces carry {fields}: "
+            f"{metric.name} would be skipped on all"
+        )
+    return lines
 
 
 async def print_model_probes(resources: Resources, console: Console) -> bool:

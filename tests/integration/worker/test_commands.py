@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -157,3 +157,42 @@ def test_checks_client_connects_fast_and_the_workers_keeps_its_timeout() -> None
     settings = LangfuseSettings(public_key="pk-lf-1", secret_key="sk-lf-1", timeout=30)
     assert LangfuseClient.failing_fast(settings)._http.timeout.connect == CHECK_CONNECT_TIMEOUT
     assert LangfuseClient(settings)._http.timeout.connect == 30
+
+
+def _recent_agent_traces(langfuse: InProcessLangfuse, count: int) -> None:
+    now = datetime.now(UTC)
+    for index in range(count):
+        langfuse.add_rows(*agent_trace(f"recent-{index}", now - timedelta(hours=2, minutes=index)))
+
+
+def test_check_warns_per_metric_when_no_recent_trace_carries_its_inputs(
+    v4: InProcessLangfuse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Production traces without references: the target reads none (no [targets.references]).
+    without_references = CLI_SETTINGS.replace(
+        '  [targets.references]\n  expected = ["$.trace.metadata.expected_answer"]\n'
+        '  reference_tool_calls = ["$.trace.metadata.expected_calls"]\n',
+        "",
+    )
+    assert without_references != CLI_SETTINGS
+    (tmp_path / "settings.toml").write_text(without_references)
+    _recent_agent_traces(v4, 3)
+    assert cli.main(["check"]) == 0  # a warning is not a failure
+    out = capsys.readouterr().out
+    assert "target agent: inputs in its 3 most recent traces" in out
+    assert (
+        "warning: 0 of 3 recent traces carry reference tool calls: tool_call_accuracy would be skipped on all"
+        in out
+    )
+    assert "warning: 0 of 3 recent traces carry expected answers: rouge would be skipped on all" in out
+
+
+def test_check_does_not_warn_when_recent_traces_carry_the_inputs(
+    v4: InProcessLangfuse, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _recent_agent_traces(v4, 3)
+    assert cli.main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert "tool_call_accuracy: 3 of 3 recent traces carry its inputs" in out
+    assert "rouge: 3 of 3 recent traces carry its inputs" in out
+    assert "warning" not in out
