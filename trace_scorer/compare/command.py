@@ -37,7 +37,7 @@ from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.base import Score
 from trace_scorer.metrics.pass_at_k import attempt_key
 from trace_scorer.pipeline import Pipeline, SampleResult
-from trace_scorer.plan import TargetPlan
+from trace_scorer.plan import TargetPlan, raw_target_problems
 
 EXIT_OK, EXIT_NOTHING_READ = 0, 1
 #: Without ``--since``: runs of the dataset with items in the last this many days are listed.
@@ -254,7 +254,7 @@ def run_compare(args: argparse.Namespace, score_files: ScoreFiles) -> int:
         from trace_scorer.compare.html import require_report_extra
 
         require_report_extra()
-    settings = load_settings(args.config)
+    settings = load_settings(args.config, check_targets=raw_target_problems)
     configure_logging(settings.log.level, settings.log.format)
     if args.dataset and args.paths:
         raise UserError("compare reads either files (PATH…) or a Langfuse dataset (--dataset), not both")
