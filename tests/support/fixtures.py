@@ -10,10 +10,20 @@ from typing import Any
 
 import pytest
 import respx
+import structlog
 
 from tests.support.clocks import FakeClock, SleepRecorder
 from tests.support.langfuse_client import PUBLIC, SECRET
 from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_found() -> Iterator[None]:
+    """Every test: structlog as it was found afterwards. A command run in-process (``cli.main``) configures
+    structlog for the process, its level filtering INFO out, and a later test capturing the worker's INFO
+    events (``structlog.testing.capture_logs``) then waited for events that were never shown to it."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import structlog
 
 from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
@@ -21,14 +19,6 @@ from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.langfuse.retry import CHECK_CONNECT_TIMEOUT
 
 pytestmark = pytest.mark.usefixtures("cli_workdir")
-
-
-@pytest.fixture(autouse=True)
-def _logging_as_found() -> Iterator[None]:
-    """The CLI configures structlog for the process (its level filters INFO out): undone after each test, so
-    that a later test capturing the worker's INFO events (test_service.py) sees them."""
-    yield
-    structlog.reset_defaults()
 
 
 def test_check_prints_server_project_and_score_configs(
