@@ -83,11 +83,20 @@ async def test_with_a_failing_judge_the_traces_started_first_finish_first(
     assert len(server.log) == 2 * TRACES
     answered = {index: place for place, (index, attempt) in enumerate(server.log) if attempt == 2}
     asked = {index: place for place, (index, attempt) in enumerate(server.log) if attempt == 1}
-    assert answered[0] < 2 * SLOTS  # before: request 41, after every trace's first attempt
-    # No trace waits for traces started two slots' worth after it.
-    assert all(answered[i] < asked[i + 2 * SLOTS] for i in range(TRACES - 2 * SLOTS))
-    # Each trace finishes within a few places of where it started (a slot's worth of overtaking at most).
-    assert max(abs(place - index) for place, index in enumerate(order)) <= SLOTS
+    # Which trace's first request reaches the provider first is the event loop's business (the pipeline
+    # starts them together); what the slots decide is what happens after: a refused request's retry goes
+    # before the first requests of traces that asked later.
+    askers = sorted(asked, key=asked.__getitem__)
+    assert answered[askers[0]] < 2 * SLOTS  # before: request 41, after every trace's first attempt
+    # No trace waits for the traces that asked two slots' worth after it.
+    late = [
+        (trace, answered[trace], askers[k + 2 * SLOTS])
+        for k, trace in enumerate(askers[: TRACES - 2 * SLOTS])
+        if answered[trace] >= asked[askers[k + 2 * SLOTS]]
+    ]
+    assert not late, (late, server.log)
+    # Each trace finishes within a few places of where it asked (a slot's worth of overtaking at most).
+    assert max(abs(place - askers.index(trace)) for place, trace in enumerate(order)) <= SLOTS, (order, askers)
 
 
 async def test_a_freed_slot_goes_to_the_smallest_priority_waiting() -> None:
