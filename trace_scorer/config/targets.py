@@ -105,6 +105,35 @@ class TraceFilterSettings(StrictModel):
     metadata: dict[str, str] = Field(default_factory=dict)
 
 
+#: The observation types Langfuse records (``type`` of an observation row).
+ObservationType = Literal[
+    "SPAN", "GENERATION", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER", "EVALUATOR", "EMBEDDING", "GUARDRAIL"
+]
+
+
+class ObservationFilterSettings(StrictModel):
+    """``[targets.observations]`` (scope = "observation"): which observations are each one sample. Empty
+    fields do not filter; every field given must match."""
+
+    #: Any of these types.
+    types: list[ObservationType] = Field(default_factory=lambda: ["GENERATION"])
+    #: The observation's name matches this regular expression (searched anywhere; RE2 syntax).
+    name_pattern: str | None = None
+    #: Any of these levels (DEBUG, DEFAULT, WARNING, ERROR).
+    levels: list[Literal["DEBUG", "DEFAULT", "WARNING", "ERROR"]] = Field(default_factory=list)
+    #: The observation's metadata keys equal to these values.
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _usable_pattern(self) -> ObservationFilterSettings:
+        if self.name_pattern is not None:
+            try:
+                SafePattern(self.name_pattern)
+            except ValueError as exc:
+                raise ValueError(f"name_pattern: {exc}") from None
+        return self
+
+
 class TargetSettings(StrictModel):
     """``[[targets]]``: one stream of work (production traces or dataset runs) and how to score it."""
 
@@ -122,6 +151,13 @@ class TargetSettings(StrictModel):
     #: Where expected answers, goals, reference calls and topics are read from (JSON paths).
     references: ReferenceSettings = Field(default_factory=ReferenceSettings)
     filter: TraceFilterSettings = Field(default_factory=TraceFilterSettings)
+    #: What one sample is (source = "traces"): a "trace"; a "session" (the traces sharing a sessionId, in
+    #: order: the whole conversation); an "observation" matching [targets.observations].
+    scope: Literal["trace", "session", "observation"] = "trace"
+    #: scope = "session": a session is scored once no trace of it started or ended for this long; it is
+    #: scored again (an overwrite, same score ids) when it grows afterwards.
+    session_quiet: Duration = 600.0
+    observations: ObservationFilterSettings = Field(default_factory=ObservationFilterSettings)
 
     # -- when is work ready, and how far back to look ------------------------------------------------
     #: How far back the first tick looks (no watermark yet); dataset runs: which experiments are read.
@@ -178,6 +214,10 @@ class TargetSettings(StrictModel):
             raise ValueError("datasets: a dataset_runs target needs the names of the datasets to score")
         if self.source == "traces" and (self.datasets or self.run_names or self.run_name_pattern):
             raise ValueError("datasets, run_names and run_name_pattern apply to source = 'dataset_runs' only")
+        if self.scope != "trace" and self.source != "traces":
+            raise ValueError(
+                f"scope = {self.scope!r} applies to source = 'traces' only (dataset runs are scored per item)"
+            )
         if self.run_name_pattern is not None:
             try:
                 SafePattern(self.run_name_pattern)
