@@ -2,6 +2,7 @@
 
 Exit codes: 0 finished (even with skipped samples), 1 nothing could be read, 2 configuration error,
 3 a compared run is significantly worse (``compare``/``backfill`` with fail_on_regression).
+``calibrate`` (trace_scorer/calibrate/) reports how far a metric's judges agree with human labels.
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         from trace_scorer.compare.command import add_compare_arguments
 
         add_compare_arguments(compare, _datetime)
+
+    calibrate = commands.add_parser(
+        "calibrate", help="can this judge be trusted? agreement with human labels, tuned thresholds and panels"
+    )
+    if "calibrate" in argv:  # its modules load numpy: only when the command line may be calibrate's
+        from trace_scorer.calibrate.command import add_calibrate_arguments
+
+        add_calibrate_arguments(calibrate)
 
     check = commands.add_parser("check", help="verify configuration, Langfuse reachability and credentials")
     check.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
@@ -408,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv).parse_args(argv)
     try:
-        if args.command in ("score", "compare"):
+        if args.command in ("score", "compare", "calibrate"):
             args.config = _files_settings(args.config, args.paths)
         if args.command == "score":
             return run_score(args)
@@ -422,6 +431,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from trace_scorer.compare.command import run_compare
 
             return run_compare(args, _score_files)
+        if args.command == "calibrate":
+            from trace_scorer.calibrate.command import run_calibrate
+
+            return run_calibrate(args, _score_files)
         if args.command == "check":
             from trace_scorer.report import table_console
             from trace_scorer.worker.commands import run_check
