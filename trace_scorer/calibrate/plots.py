@@ -40,8 +40,8 @@ def confusion_plot(rater: Agreement, name: str) -> str:
     with _style(name):
         figure = Figure(figsize=(3.2, 2.9))
         axes = figure.add_subplot()
-        axes.imshow(rater.confusion, cmap="Blues")
         high = max(max(row) for row in rater.confusion) or 1
+        axes.imshow(rater.confusion, cmap="Blues", vmin=0, vmax=high)  # from 0: a cell's shade is its count
         for i, row in enumerate(rater.confusion):
             for j, count in enumerate(row):
                 colour = "white" if count > high / 2 else "#1a202c"
@@ -60,8 +60,11 @@ def threshold_plot(tuning: Tuning, metric: str, name: str) -> str:
         figure = Figure(figsize=(WIDE - 2.0, 3.6))
         axes = figure.add_subplot()
         xs = [p.threshold for p in points]
-        axes.plot(xs, [p.f1 for p in points], color=CANDIDATE_COLOUR, label="F1")
-        axes.plot(xs, [p.youden for p in points], color="#d69e2e", linestyle="--", label="Youden's J")
+        # Steps: a threshold between two values predicts what the higher value does ("correct when ≥ t").
+        axes.plot(xs, [p.f1 for p in points], color=CANDIDATE_COLOUR, label="F1", drawstyle="steps-pre")
+        axes.plot(
+            xs, [p.youden for p in points], color="#d69e2e", linestyle="--", label="Youden's J", drawstyle="steps-pre"
+        )
         if tuning.low is not None and tuning.high is not None:
             axes.axvspan(tuning.low, tuning.high, color=GOOD, alpha=0.12, linewidth=0)
         axes.axvline(tuning.threshold, color=GOOD, linewidth=2, label=f"tuned {tuning.threshold:.3g}")
