@@ -21,7 +21,9 @@ flag can be changed with ``overrides``. In short:
   keep ``updatedAt = createdAt``. 3.110 ignores ``filter`` on ``/traces``. 2.95: see the profile table.
 - **Every version:** health, projects, score configs (newest first, names not unique, BOOLEAN
   ``True=1, False=0``, Unicode names ≤ 35), ``/v2/datasets/{name}``, ``/dataset-items/{id}``,
-  ``GET /v3/scores`` (not 2.x; reads de-duplicate by id), ``POST /ingestion`` score-create (4.5 MB, the
+  ``GET /v3/scores`` (not 2.x; reads de-duplicate by id; filters by source, queue and annotator; people's
+  ANNOTATION scores seeded by ``add_annotation``), annotation queues' items (not 2.x; ``add_queue``;
+  ``POST …/items`` adds an item each time, duplicates too), ``POST /ingestion`` score-create (4.5 MB, the
   score's timestamp is the envelope's), OTLP (not 2.x). A route the version lacks, or the stand-in does
   not know, answers Next.js's HTML 404. Options: ``heavy_read_limit`` / ``heavy_read_bytes`` (422 on
   heavy ``/v2/observations`` reads), ``score_configs`` (pre-seeded, with ``createdAt``), fault injection.
@@ -58,7 +60,7 @@ import json
 import re
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -113,6 +115,13 @@ LEGACY_OBSERVATIONS = ("GET", "/api/public/observations")
 #: ``GET /observations`` (v1): ``publicApiPaginationZod`` caps ``limit`` at 100, as on every legacy list.
 LEGACY_MAX_LIMIT = 100
 V3_SCORES = ("GET", "/api/public/v3/scores")
+#: Annotation queues' items (read, add): with the v3 scores read (not 2.x, whose public API has no queues).
+QUEUE_ITEMS = (
+    ("GET", "/api/public/annotation-queues/{queueId}/items"),
+    ("POST", "/api/public/annotation-queues/{queueId}/items"),
+)
+#: ``GET /v3/scores`` field groups; another name is refused (400).
+SCORE_FIELD_GROUPS = frozenset({"details", "subject", "annotation"})
 HEAVY_READ_MESSAGE = "Query exceeded resource limits. Narrow the time range or reduce the page size."
 EVENTS_ONLY_MESSAGE = (
     "This endpoint is not available on deployments running in Langfuse v4 events_only mode. "
@@ -390,6 +399,8 @@ class LangfuseApp(StandinApp):
         #: In-process tests: a score the server refuses by a rule of the test's — (status, message), or
         #: None to go on (``POST /scores`` lists and ``/ingestion`` answer 207 with it, one object the status).
         self.reject_score: Callable[[Mapping[str, Any]], tuple[int, str] | None] | None = None
+        #: Annotation queues by id: their name and items (``add_queue``; items added by ``POST …/items``).
+        self.queues: dict[str, dict[str, Any]] = {}
         self.rows_served = 0
         self.bytes_served = 0
         self.score_posts = 0
@@ -412,6 +423,8 @@ class LangfuseApp(StandinApp):
             ("GET", "/api/public/experiment-items"): self._experiment_items,
             ("POST", "/api/public/scores"): self._post_scores,
             ("GET", "/api/public/v3/scores"): self._get_scores,
+            QUEUE_ITEMS[0]: self._queue_items,
+            QUEUE_ITEMS[1]: self._add_queue_item,
             ("POST", "/api/public/ingestion"): self._ingestion,
             ("GET", "/api/public/traces"): self._traces,
             ("GET", "/api/public/traces/{traceId}"): self._trace,
@@ -449,7 +462,7 @@ class LangfuseApp(StandinApp):
             return Routed(label, answer=html_404())
         if key in V4_ONLY and key != ("GET", "/api/public/v2/observations") and profile.v4_routes != "serve":
             return Routed(label, answer=html_404())
-        if (key == OTLP and not profile.otlp) or (key == V3_SCORES and not profile.v3_scores):
+        if (key == OTLP and not profile.otlp) or (key in (V3_SCORES, *QUEUE_ITEMS) and not profile.v3_scores):
             return Routed(label, answer=html_404())
         if key in V3_ONLY and profile.legacy_reads == "events_only_404":
             return Routed(label, answer=self.error_response(404, EVENTS_ONLY_MESSAGE))
@@ -1047,12 +1060,25 @@ class LangfuseApp(StandinApp):
             raise _Reply(400, "observationId requires traceId")
         filters = {
             name: q.csv(params, name)
-            for name in ("id", "name", "dataType", "environment", "configId", "traceId", "sessionId", "observationId")
+            for name in (
+                "id",
+                "name",
+                "dataType",
+                "environment",
+                "configId",
+                "traceId",
+                "sessionId",
+                "observationId",
+                "queueId",
+                "authorUserId",
+            )
         }
         experiment_ids = q.csv(params, "experimentId")
         source = {s.upper() for s in q.csv(params, "source")}
         start, end = q.parse_time(q.one(params, "fromTimestamp")), q.parse_time(q.one(params, "toTimestamp"))
-        groups = set((q.one(params, "fields") or "").split(","))
+        groups = {g for g in (q.one(params, "fields") or "").split(",") if g}
+        if unknown := groups - SCORE_FIELD_GROUPS:
+            raise _Reply(400, f"Invalid fields: {', '.join(sorted(unknown))} (allowed: details, subject, annotation)")
         out = []
         for stored in self.store.latest_by_id():
             body = stored.body
@@ -1065,7 +1091,7 @@ class LangfuseApp(StandinApp):
                 continue
             if experiment_ids and body.get("datasetRunId") not in experiment_ids:
                 continue
-            if source and "API" not in source:
+            if source and str(body.get("source") or "API").upper() not in source:
                 continue
             if not q.in_window(stored.timestamp, start, end) and (start or end):
                 continue
@@ -1095,6 +1121,8 @@ class LangfuseApp(StandinApp):
         }
         if "details" in groups:
             score.update(comment=body.get("comment"), configId=body.get("configId"), metadata=body.get("metadata"))
+        if "annotation" in groups:
+            score.update(authorUserId=body.get("authorUserId"), queueId=body.get("queueId"))
         if "subject" in groups:
             if body.get("observationId"):
                 score["subject"] = {"kind": "observation", "id": body["observationId"], "traceId": body.get("traceId")}
@@ -1105,6 +1133,52 @@ class LangfuseApp(StandinApp):
             else:
                 score["subject"] = {"kind": "experiment", "id": body.get("datasetRunId")}
         return score
+
+    def add_annotation(self, score: dict[str, Any], timestamp: str | None = None) -> None:
+        """A score a person gave in Langfuse's UI (``source`` ANNOTATION, with ``authorUserId`` and, from a
+        queue, ``queueId``): the API cannot create these, so a test or a demo seeds them here."""
+        self.store.upsert({**score, "source": "ANNOTATION"}, timestamp, "annotation")
+
+    def add_queue(self, queue_id: str, name: str, score_config_ids: Sequence[str] = ()) -> None:
+        """An annotation queue (queues are made in the UI; the API only reads them and adds items)."""
+        self.queues[queue_id] = {"name": name, "scoreConfigIds": list(score_config_ids), "items": []}
+
+    def _queue(self, queue_id: str) -> dict[str, Any]:
+        queue = self.queues.get(queue_id)
+        if queue is None:
+            raise _Reply(404, "Annotation queue not found")
+        return queue
+
+    def _queue_items(self, request: Request, path: dict[str, str]) -> tuple[int, Any]:
+        queue = self._queue(path["queueId"])
+        params = request.query()
+        page, limit = max(_int(params, "page", 1, 10**9), 1), _int(params, "limit", 50, 100)
+        status = q.one(params, "status")
+        items = [i for i in queue["items"] if status is None or i["status"] == status]
+        data = items[(page - 1) * limit : page * limit]
+        pages = -(-len(items) // limit)
+        return 200, {
+            "data": data,
+            "meta": {"page": page, "limit": limit, "totalItems": len(items), "totalPages": pages},
+        }
+
+    def _add_queue_item(self, request: Request, path: dict[str, str]) -> tuple[int, Any]:
+        """A new item each time, as Langfuse's route creates one (the same object twice is two items)."""
+        queue = self._queue(path["queueId"])
+        body = request.json()
+        now = self.clock_now().isoformat().replace("+00:00", "Z")
+        item = {
+            "id": f"queue-item-{len(queue['items']) + 1}-{path['queueId']}",
+            "queueId": path["queueId"],
+            "objectId": body["objectId"],
+            "objectType": body["objectType"],
+            "status": body.get("status") or "PENDING",
+            "completedAt": None,
+            "createdAt": now,
+            "updatedAt": now,
+        }
+        queue["items"].append(item)
+        return 200, item
 
     # --- OTLP --------------------------------------------------------------------------------
 

@@ -75,7 +75,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     if "calibrate" in argv:  # its modules load numpy: only when the command line may be calibrate's
         from trace_scorer.calibrate.command import add_calibrate_arguments
 
-        add_calibrate_arguments(calibrate)
+        add_calibrate_arguments(calibrate, _datetime)
 
     check = commands.add_parser("check", help="verify configuration, Langfuse reachability and credentials")
     check.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")

@@ -15,6 +15,11 @@ from enum import Enum
 from typing import Any
 from urllib.parse import unquote
 
+from langfuse.api.annotation_queues.types.annotation_queue_item import AnnotationQueueItem
+from langfuse.api.annotation_queues.types.create_annotation_queue_item_request import (
+    CreateAnnotationQueueItemRequest,
+)
+from langfuse.api.annotation_queues.types.paginated_annotation_queue_items import PaginatedAnnotationQueueItems
 from langfuse.api.commons.types.dataset import Dataset
 from langfuse.api.commons.types.dataset_item import DatasetItem
 from langfuse.api.commons.types.observation_level import ObservationLevel
@@ -238,6 +243,19 @@ OPERATIONS: tuple[Operation, ...] = (
         answers={200: GetScoresV3Response},
     ),
     Operation("POST", "/api/public/otel/v1/traces", body=Body.OTLP, answers={200: OtelTraceResponse}),
+    Operation(
+        "GET",
+        "/api/public/annotation-queues/{queueId}/items",
+        {"status": TEXT, **_PAGE},
+        answers={200: PaginatedAnnotationQueueItems},
+    ),
+    Operation(
+        "POST",
+        "/api/public/annotation-queues/{queueId}/items",
+        body=Body.MODEL,
+        body_model=CreateAnnotationQueueItemRequest,
+        answers={200: AnnotationQueueItem},
+    ),
     # --- legacy (v3 routes; 2.x and 3.x servers, 4.x in dual write mode) --------------------------------
     Operation(
         "POST", "/api/public/ingestion", body=Body.INGESTION, answers={207: legacy.IngestionResponse}, package=False

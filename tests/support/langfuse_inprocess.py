@@ -182,6 +182,19 @@ class InProcessLangfuse:
     def add_dataset_run_item(self, item: dict[str, Any]) -> None:
         self.app.corpus.add_dataset_run_item(item)
 
+    def add_annotation(self, score: dict[str, Any], timestamp: str | None = None) -> None:
+        """A person's score given in the UI (source ANNOTATION): ``LangfuseApp.add_annotation``."""
+        self.app.add_annotation(score, timestamp)
+
+    def add_queue(self, queue_id: str, name: str) -> None:
+        """An annotation queue made in the UI."""
+        self.app.add_queue(queue_id, name)
+
+    @property
+    def queue_items(self) -> dict[str, list[dict[str, Any]]]:
+        """Each queue's items, in the order they were added."""
+        return {queue_id: list(queue["items"]) for queue_id, queue in self.app.queues.items()}
+
     def add_score_config(self, config: dict[str, Any]) -> None:
         """A score config present before the test (:func:`langfuse_factories.score_config`)."""
         self.app.add_config(config)

@@ -55,6 +55,8 @@ class Calibration:
     tuning: Tuning | None = None
     panels: PanelChoice | None = None
     notes: list[str] = field(default_factory=list)
+    #: ``--push-to-queue``: the annotation queue and the traces added to it.
+    pushed: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,7 @@ class Calibration:
                 "margin": self.options.margin,
             },
             "notes": self.notes,
+            **({"pushed": self.pushed} if self.pushed is not None else {}),
         }
 
 

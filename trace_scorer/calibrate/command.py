@@ -7,14 +7,16 @@ Exit codes: 0 reported, 1 nothing could be read, 2 configuration or usage error.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from trace_scorer.calibrate.agreement import N_RESAMPLES
-from trace_scorer.calibrate.analysis import Options, calibrate
+from trace_scorer.calibrate.analysis import Calibration, Options, calibrate
 from trace_scorer.calibrate.items import LabelledSet, add_item, from_score_lines
 from trace_scorer.calibrate.panels import RULES
 from trace_scorer.calibrate.thresholds import OBJECTIVES
@@ -27,14 +29,34 @@ from trace_scorer.outcomes import Failed, Score
 from trace_scorer.plan import raw_target_problems
 
 EXIT_OK, EXIT_NOTHING_READ = 0, 1
+#: Without ``--since``: labels and scores of the last this many days.
+DEFAULT_SINCE = timedelta(days=90)
 PANEL_FIGURES = ("kappa", "f1", "accuracy")
 DEFAULT_THRESHOLD = 0.5
 
 
-def add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
+def add_calibrate_arguments(parser: argparse.ArgumentParser, parse_datetime: Callable[[str], datetime]) -> None:
     parser.add_argument(
-        "paths", nargs="+", type=Path, metavar="PATH", help="labelled files: score --json lines or sample files"
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="labelled files: score --json lines or sample files (none with --langfuse)",
     )
+    parser.add_argument(
+        "--langfuse",
+        action="store_true",
+        help="read the labels (ANNOTATION scores) and the metric's scores from Langfuse",
+    )
+    parser.add_argument("--label-config", nargs="+", metavar="ID", help="Langfuse: the labels' score config id(s)")
+    parser.add_argument("--queue", metavar="ID", help="Langfuse: only the labels given in this annotation queue")
+    parser.add_argument("--since", type=parse_datetime, help="Langfuse: scores and labels since (default: 90 days)")
+    parser.add_argument(
+        "--push-to-queue",
+        metavar="ID",
+        help="put the items the judges disagree on most (with each other or the labels) into this annotation queue",
+    )
+    parser.add_argument("--push", type=int, default=20, metavar="N", help="items pushed at most (20)")
     parser.add_argument("--metric", required=True, help="the score name to calibrate")
     parser.add_argument("--label", help="the label's name in each item's labels (default: the metric's name)")
     parser.add_argument("--config", type=Path, help="settings file (default: ./settings.toml if present)")
@@ -170,27 +192,26 @@ def run_calibrate(args: argparse.Namespace, score_files: ScoreFiles) -> int:
     if args.write is not None:
         _check_write(args, setting)
     options = _options(args, setting)
-    try:
-        records, errors = _records(args.paths)
-    except FileNotFoundError as exc:
-        print(f"trace-scorer: {exc}", file=sys.stderr)
-        return EXIT_NOTHING_READ
-    scored_lines = [r for r in records if "scores" in r]
-    if scored_lines and len(scored_lines) < len(records):
-        raise UserError("the files mix score --json lines (with 'scores') and samples: calibrate one kind at a time")
-    if scored_lines:
-        found = from_score_lines(scored_lines, args.metric, label)
-    elif records:
-        found, errors = _from_samples(settings, args, label, score_files)
+    if args.langfuse == bool(args.paths):
+        raise UserError("calibrate reads either labelled files (PATH…) or Langfuse (--langfuse), one of them")
+    if not args.langfuse and (args.label_config or args.queue or args.since):
+        raise UserError("--label-config, --queue and --since choose what is read from Langfuse: add --langfuse")
+    if args.push < 1:
+        raise UserError(f"--push {args.push}: must be 1 or more")
+    if args.langfuse:
+        found = asyncio.run(_from_langfuse(settings, args, label))
     else:
-        found = LabelledSet(args.metric, label)
-    for error in errors:
-        print(f"trace-scorer: skipped {error}", file=sys.stderr)
+        read = _from_files(settings, args, label, score_files)
+        if isinstance(read, int):
+            return read
+        found = read
     if not found.items:
         reasons = "; ".join(f"{n} {r}" for r, n in found.left_out.items()) or "no record"
         print(f"trace-scorer: no labelled item of {args.metric} could be read ({reasons})", file=sys.stderr)
         return EXIT_NOTHING_READ
     calibration = calibrate(found, options)
+    if args.push_to_queue:
+        asyncio.run(_push(settings, args.push_to_queue, found, calibration, args.push))
     if args.json:
         from trace_scorer.calibrate.terminal import write_json
 
@@ -215,6 +236,62 @@ def run_calibrate(args: argparse.Namespace, score_files: ScoreFiles) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _from_files(settings: Settings, args: argparse.Namespace, label: str, score_files: ScoreFiles) -> LabelledSet | int:
+    try:
+        records, errors = _records(args.paths)
+    except FileNotFoundError as exc:
+        print(f"trace-scorer: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_READ
+    scored_lines = [r for r in records if "scores" in r]
+    if scored_lines and len(scored_lines) < len(records):
+        raise UserError("the files mix score --json lines (with 'scores') and samples: calibrate one kind at a time")
+    if scored_lines:
+        found = from_score_lines(scored_lines, args.metric, label)
+    elif records:
+        found, errors = _from_samples(settings, args, label, score_files)
+    else:
+        found = LabelledSet(args.metric, label)
+    for error in errors:
+        print(f"trace-scorer: skipped {error}", file=sys.stderr)
+    return found
+
+
+async def _from_langfuse(settings: Settings, args: argparse.Namespace, label: str) -> LabelledSet:
+    from trace_scorer.calibrate.langfuse_labels import read_labelled
+    from trace_scorer.langfuse import LangfuseClient
+
+    since = args.since or datetime.now(UTC) - DEFAULT_SINCE
+    async with LangfuseClient(settings.langfuse) as client:
+        await client.connect()
+        return await read_labelled(
+            client,
+            args.metric,
+            label,
+            config_ids=args.label_config or (),
+            queue_id=args.queue,
+            since=since.isoformat().replace("+00:00", "Z"),
+        )
+
+
+async def _push(settings: Settings, queue_id: str, found: LabelledSet, calibration: Calibration, limit: int) -> None:
+    """The items the judges disagree on most into the annotation queue; what was done said on stderr and kept
+    in the calibration (``pushed`` in --json)."""
+    from trace_scorer.calibrate.disagreements import push, rank
+    from trace_scorer.langfuse import LangfuseClient
+
+    ranked = rank(found, threshold=calibration.options.threshold, binary=calibration.kind == "binary")
+    async with LangfuseClient(settings.langfuse) as client:
+        await client.connect()
+        pushed = await push(client, queue_id, ranked, limit)
+    calibration.pushed = pushed.as_json()
+    print(
+        f"trace-scorer: annotation queue {queue_id}: {len(pushed.added)} traces added, {len(pushed.already)} "
+        f"already there (of {len(ranked)} items with a disagreement)"
+        + (f"; {pushed.no_trace} items have no trace id" if pushed.no_trace else ""),
+        file=sys.stderr,
+    )
 
 
 def _check_write(args: argparse.Namespace, setting: ThresholdSetting | None) -> None:

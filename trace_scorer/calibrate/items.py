@@ -45,6 +45,8 @@ class LabelledSet:
     label: str
     items: list[LabelledItem] = field(default_factory=list)
     left_out: dict[str, int] = field(default_factory=dict)
+    #: Items with the metric's value but no label (``labels`` empty): candidates for people to label next.
+    unlabelled: list[LabelledItem] = field(default_factory=list)
 
     def leave_out(self, reason: str) -> None:
         self.left_out[reason] = self.left_out.get(reason, 0) + 1
@@ -119,10 +121,7 @@ def add_item(
     trace_id: str | None = None,
 ) -> None:
     """One record's item into ``found``, or the reason it is left out."""
-    if labels is None:
-        found.leave_out(f"no label {found.label!r}")
-        return
-    read = labels_of(labels)
+    read = labels_of(labels) if labels is not None else []
     if read is None:
         found.leave_out(f"label {found.label!r} is not a number, a boolean or a verdict word")
         return
@@ -131,17 +130,20 @@ def add_item(
     if number is None and not models:
         found.leave_out(f"no {found.metric} value (skipped or failed)")
         return
-    found.items.append(
-        LabelledItem(
-            id=item_id,
-            labels=read,
-            value=float(number) if number is not None else None,
-            trace_id=trace_id,
-            models=models,
-            votes=votes,
-            costs=costs,
-        )
+    item = LabelledItem(
+        id=item_id,
+        labels=read,
+        value=float(number) if number is not None else None,
+        trace_id=trace_id,
+        models=models,
+        votes=votes,
+        costs=costs,
     )
+    if not read:
+        found.leave_out(f"no label {found.label!r}")
+        found.unlabelled.append(item)
+        return
+    found.items.append(item)
 
 
 def from_score_lines(records: Iterable[Mapping[str, Any]], metric: str, label: str) -> LabelledSet:

@@ -1,0 +1,57 @@
+"""Annotation queues, for ``trace-scorer calibrate --push-to-queue``: the traces a queue already holds
+(``GET /api/public/annotation-queues/{queueId}/items``, page/limit) and adding one
+(``POST /api/public/annotation-queues/{queueId}/items``, ``{"objectId", "objectType": "TRACE"}``).
+
+The worker never uses them: these endpoints are in none of the worker's route tuples of :mod:`.endpoints`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import quote
+
+from trace_scorer.errors import UserError
+from trace_scorer.langfuse.endpoints import Endpoint
+from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
+from trace_scorer.langfuse.transport import Transport
+
+QUEUE_ITEMS = Endpoint("GET", "/api/public/annotation-queues/{queueId}/items")
+QUEUE_ITEM_CREATE = Endpoint("POST", "/api/public/annotation-queues/{queueId}/items")
+#: Items per page read.
+PAGE_LIMIT = 100
+
+
+def _path(queue_id: str) -> str:
+    return f"/api/public/annotation-queues/{quote(queue_id, safe='')}/items"
+
+
+def _missing(queue_id: str) -> UserError:
+    return UserError(f"annotation queue {queue_id!r} not found in this Langfuse project (its id, not its name)")
+
+
+async def queued_objects(transport: Transport, queue_id: str) -> set[str]:
+    """The object ids (traces, observations, sessions) the queue holds, pending or completed."""
+    found: set[str] = set()
+    page = 1
+    while True:
+        try:
+            answer = await transport.plain(QUEUE_ITEMS, _path(queue_id), params={"page": page, "limit": PAGE_LIMIT})
+        except LangfuseNotFoundError:
+            raise _missing(queue_id) from None
+        body = answer.body
+        if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
+            raise LangfuseResponseError(endpoint=QUEUE_ITEMS.label, detail="no data list in the answer")
+        found.update(str(item["objectId"]) for item in body["data"] if isinstance(item, Mapping) and "objectId" in item)
+        meta = body.get("meta")
+        pages = meta.get("totalPages") if isinstance(meta, Mapping) else None
+        if not body["data"] or not isinstance(pages, int) or page >= pages:
+            return found
+        page += 1
+
+
+async def add_trace(transport: Transport, queue_id: str, trace_id: str) -> None:
+    """Put one trace into the queue (pending)."""
+    try:
+        await transport.plain(QUEUE_ITEM_CREATE, _path(queue_id), body={"objectId": trace_id, "objectType": "TRACE"})
+    except LangfuseNotFoundError:
+        raise _missing(queue_id) from None
