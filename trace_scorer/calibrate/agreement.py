@@ -199,28 +199,36 @@ def library_figure(name: str, y: Sequence[float] | Floats, p: Sequence[float] | 
     return value if math.isfinite(value) else None
 
 
-def interval(
-    name: str,
+def _categories(y: Floats, p: Floats) -> tuple[Floats, Floats]:
+    """Both sides as positions in their sorted union of values (what weighted κ weighs, as scikit-learn does)."""
+    categories = np.unique(np.concatenate([y, p]))
+    return np.searchsorted(categories, y).astype(np.float64), np.searchsorted(categories, p).astype(np.float64)
+
+
+def intervals(
+    names: Sequence[str],
     y: Floats,
     p: Floats,
     *,
     seed: int,
     n_resamples: int = N_RESAMPLES,
     confidence: float = CONFIDENCE,
-) -> tuple[float, float] | None:
-    """The percentile bootstrap interval of a figure, items resampled with their pairs (scipy)."""
+) -> dict[str, tuple[float, float] | None]:
+    """The percentile bootstrap interval of each figure, items resampled with their pairs (scipy): one
+    bootstrap for all the figures, the same resamples for each (each figure's statistic on every one)."""
     from scipy import stats
 
-    if y.size < 2:
-        return None
-    statistic = VECTORISED[name]
-    if name in ("weighted_kappa",):
-        categories = np.unique(np.concatenate([y, p]))
-        y, p = np.searchsorted(categories, y).astype(np.float64), np.searchsorted(categories, p).astype(np.float64)
+    if y.size < 2 or not names:
+        return dict.fromkeys(names)
+    yi, pi = _categories(y, p)
+
+    def statistic(y: Floats, p: Floats, yi: Floats, pi: Floats, axis: int = -1) -> Floats:
+        return np.stack([VECTORISED[n](yi, pi) if n == "weighted_kappa" else VECTORISED[n](y, p) for n in names])
+
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # resamples without variation: NaN, dropped below
+        warnings.simplefilter("ignore")  # resamples without variation: NaN, said as no interval
         result = stats.bootstrap(
-            (y, p),
+            (y, p, yi, pi),
             statistic,
             paired=True,
             vectorized=True,
@@ -230,18 +238,18 @@ def interval(
             batch=BATCH,
             rng=np.random.default_rng(seed),
         )
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    return low, high
+    out: dict[str, tuple[float, float] | None] = {}
+    for name, low, high in zip(names, result.confidence_interval.low, result.confidence_interval.high, strict=True):
+        out[name] = (float(low), float(high)) if math.isfinite(low) and math.isfinite(high) else None
+    return out
 
 
-def figure(name: str, y: Floats, p: Floats, *, seed: int, n_resamples: int) -> Figure:
-    value = library_figure(name, y, p)
-    if value is None:
-        return Figure(None)
-    bounds = interval(name, y, p, seed=seed, n_resamples=n_resamples)
-    return Figure(value, *(bounds or (None, None)))
+def figures(names: Sequence[str], y: Floats, p: Floats, *, seed: int, n_resamples: int) -> dict[str, Figure]:
+    """Each figure as its library computes it, with its interval (none for an undefined figure)."""
+    values = {name: library_figure(name, y, p) for name in names}
+    defined = [name for name in names if values[name] is not None]
+    bounds = intervals(defined, y, p, seed=seed, n_resamples=n_resamples)
+    return {name: Figure(values[name], *(bounds.get(name) or (None, None))) for name in names}
 
 
 def binary_agreement(
@@ -252,8 +260,7 @@ def binary_agreement(
 
     y, p = np.asarray(labels, dtype=np.float64), np.asarray(verdicts, dtype=np.float64)
     out = Agreement(rater, int(y.size))
-    for name in BINARY_FIGURES:
-        out.figures[name] = figure(name, y, p, seed=seed, n_resamples=n_resamples)
+    out.figures = figures(BINARY_FIGURES, y, p, seed=seed, n_resamples=n_resamples)
     out.confusion = confusion_matrix(y, p, labels=[0.0, 1.0]).astype(int).tolist()
     return out
 
@@ -265,11 +272,9 @@ def numeric_agreement(
     y, p = np.asarray(labels, dtype=np.float64), np.asarray(values, dtype=np.float64)
     out = Agreement(rater, int(y.size))
     categorical = bool(np.all(y == np.round(y)) and np.all(p == np.round(p)))
-    for name in NUMERIC_FIGURES:
-        if name == "weighted_kappa" and not categorical:
-            out.figures[name] = Figure(None)
-            continue
-        out.figures[name] = figure(name, y, p, seed=seed, n_resamples=n_resamples)
+    names = [n for n in NUMERIC_FIGURES if categorical or n != "weighted_kappa"]
+    computed = figures(names, y, p, seed=seed, n_resamples=n_resamples)
+    out.figures = {name: computed.get(name, Figure(None)) for name in NUMERIC_FIGURES}
     return out
 
 

@@ -107,3 +107,20 @@ def test_a_tight_margin_keeps_the_best() -> None:
 
 def test_a_single_model_is_no_panel() -> None:
     assert choose_panel(_panel_items(20), ["good"], figure="kappa", margin=0.05, seed=0, n_resamples=100) is None
+
+
+def test_disagreements_rank_a_verdict_against_the_label_and_split_judges_first() -> None:
+    from trace_scorer.calibrate.disagreements import rank
+    from trace_scorer.calibrate.items import LabelledSet
+
+    found = LabelledSet("m", "m")
+    both = LabelledItem("both", [1.0], value=0.0, trace_id="t-both", models={"a": 1.0, "b": 0.0})
+    against = LabelledItem("against", [0.0], value=1.0, trace_id="t-against", models={"a": 1.0, "b": 1.0})
+    agreed = LabelledItem("agreed", [1.0], value=1.0, trace_id="t-agreed", models={"a": 1.0, "b": 1.0})
+    split = LabelledItem("split", [], value=0.5, trace_id="t-split", models={"a": 1.0, "b": 0.0, "c": 0.0})
+    found.items += [agreed, against, both]
+    found.unlabelled.append(split)
+    ranked = rank(found, threshold=0.5, binary=True)
+    assert [d.item for d in ranked] == ["both", "against", "split"]  # the agreed item teaches nothing
+    assert ranked[0].judges == 1.0 and ranked[0].against_label is True
+    assert ranked[2].judges == pytest.approx(2 / 3) and ranked[2].against_label is None
