@@ -32,7 +32,7 @@ class Options:
     #: "correct when value ≥ threshold": the verdict the metric's value is compared as (binary labels).
     threshold: float = 0.5
     #: Where the default came from ("the default", "pass_at_k.threshold of target x", …).
-    threshold_source: str = "the default (0.5)"
+    threshold_source: str = "the default"
     objective: str = "f1"
     panel_figure: str = "kappa"
     margin: float = 0.05

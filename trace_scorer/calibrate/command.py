@@ -161,7 +161,7 @@ def _options(args: argparse.Namespace, setting: ThresholdSetting | None) -> Opti
     elif setting is not None:
         threshold, source = setting.value, setting.description
     else:
-        threshold, source = DEFAULT_THRESHOLD, f"the default ({DEFAULT_THRESHOLD:g})"
+        threshold, source = DEFAULT_THRESHOLD, "the default"
     return Options(
         threshold=threshold,
         threshold_source=source,

@@ -158,10 +158,12 @@ def from_score_lines(records: Iterable[Mapping[str, Any]], metric: str, label: s
         value = scores.get(metric, kpis.get(metric)) if isinstance(scores, Mapping) else None
         judges = record.get("judges")
         details = judges.get(metric) if isinstance(judges, Mapping) else None
-        trace_id = record.get("trace_id")
+        # ``score`` names a sample read from exported traces by its trace id.
+        item_id = str(record.get("id", position + 1))
+        trace_id = record.get("trace_id", record.get("id"))
         add_item(
             found,
-            str(record.get("id", position + 1)),
+            item_id,
             labels=(labels or {}).get(label),
             value=value,
             details=details if isinstance(details, Mapping) else None,

@@ -41,8 +41,8 @@ def print_calibration(console: Console, calibration: Calibration) -> None:
         console.print(f"  left out: {count} items — {reason}", highlight=False)
     if c.kind == "binary":
         console.print(
-            f"  the metric's verdict: correct when {c.metric} ≥ {c.options.threshold:g} ({c.options.threshold_source});"
-            " each model's: its value ≥ 0.5",
+            f"  the metric's verdict: correct when {c.metric} ≥ {c.options.threshold:g} ({c.options.threshold_source})"
+            + ("; each model's: its value ≥ 0.5" if len(c.raters) > 1 else ""),
             highlight=False,
         )
     figures = BINARY_FIGURES if c.kind == "binary" else NUMERIC_FIGURES
