@@ -153,9 +153,10 @@ def from_score_lines(records: Iterable[Mapping[str, Any]], metric: str, label: s
         labels = record.get("labels")
         if labels is not None and not isinstance(labels, Mapping):
             raise UserError(f"record {position + 1}: 'labels' must be an object of label name → value")
-        scores = record.get("scores") or {}
-        kpis = record.get("kpis") or {}
-        value = scores.get(metric, kpis.get(metric)) if isinstance(scores, Mapping) else None
+        scores, kpis = record.get("scores"), record.get("kpis")
+        value = scores.get(metric) if isinstance(scores, Mapping) else None
+        if value is None and isinstance(kpis, Mapping):
+            value = kpis.get(metric)
         judges = record.get("judges")
         details = judges.get(metric) if isinstance(judges, Mapping) else None
         # ``score`` names a sample read from exported traces by its trace id.

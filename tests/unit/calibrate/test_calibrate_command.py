@@ -180,3 +180,37 @@ def test_the_html_report_holds_every_plot(tmp_path: Path) -> None:
     assert page.count('data-plot="confusion"') == 4
     assert page.count("<svg") == 7 and "<script" not in page
     assert 'data-panel="judge-mid"' in page
+
+
+def test_numeric_labels_get_rank_and_linear_agreement(tmp_path: Path) -> None:
+    """A 1–5 rating judged by two models on the same scale: weighted κ, Spearman, Pearson, MAE, α (interval)."""
+    from scipy import stats
+
+    ratings = [1, 2, 3, 4, 5, 3, 2, 4, 5, 1, 3, 4]
+    close = [1, 2, 3, 5, 5, 3, 2, 4, 4, 1, 3, 4]
+    far = [3, 3, 2, 2, 4, 5, 1, 3, 2, 4, 5, 1]
+    path = tmp_path / "rated.jsonl"
+    lines = [
+        {
+            "id": f"r{i}",
+            "scores": {"quality": (a + b) / 2},
+            "judges": {"quality": {"models": {"close": {"value": float(a)}, "far": {"value": float(b)}}}},
+            "labels": {"quality": rating},
+        }
+        for i, (rating, a, b) in enumerate(zip(ratings, close, far, strict=True))
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, out = _run([str(path), "--metric", "quality", "--json", "--resamples", "300"])
+    assert code == 0
+    found = json.loads(out)
+    assert found["kind"] == "numeric" and found["tuning"] is None and found["panels"] is None
+    raters = {r["rater"]: r["figures"] for r in found["raters"]}
+    assert raters["close"]["weighted_kappa"]["value"] == pytest.approx(
+        metrics.cohen_kappa_score(ratings, close, weights="quadratic"), abs=1e-6
+    )
+    assert raters["close"]["spearman"]["value"] == pytest.approx(stats.spearmanr(ratings, close).statistic, abs=1e-6)
+    assert raters["far"]["mae"]["value"] == pytest.approx(metrics.mean_absolute_error(ratings, far), abs=1e-6)
+    assert raters["quality (panel)"]["weighted_kappa"]["value"] is None  # half-points: not categories
+    assert raters["close"]["spearman"]["low"] > raters["far"]["spearman"]["high"]
+    assert "panels are chosen on binary labels only" in found["notes"]
+    assert found["krippendorff_alpha"]["value"] is not None
