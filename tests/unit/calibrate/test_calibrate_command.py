@@ -214,3 +214,41 @@ def test_numeric_labels_get_rank_and_linear_agreement(tmp_path: Path) -> None:
     assert raters["close"]["spearman"]["low"] > raters["far"]["spearman"]["high"]
     assert "panels are chosen on binary labels only" in found["notes"]
     assert found["krippendorff_alpha"]["value"] is not None
+
+
+def test_a_threshold_kpi_is_tuned_and_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "settings.toml"
+    settings.write_text(
+        '[[targets]]\nname = "t"\n  [[targets.metrics]]\n  metric = "rouge"\n'
+        '  [[targets.kpis]]\n  name = "good_answer"  # the verdict\n  formula = "threshold"\n'
+        '  metric = "rouge"\n  threshold = 0.9\n',
+        encoding="utf-8",
+    )
+    path = tmp_path / "scored.jsonl"
+    values = [0.2, 0.3, 0.35, 0.4, 0.55, 0.6, 0.7, 0.8, 0.85, 0.95]
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"i{i}", "scores": {"rouge": v}, "labels": {"ok": v >= 0.5}}) + "\n"
+            for i, v in enumerate(values)
+        ),
+        encoding="utf-8",
+    )
+    copy = tmp_path / "tuned.toml"
+    args = [str(path), "--config", str(settings), "--metric", "rouge", "--label", "ok", "--json", "--write", str(copy)]
+    code, out = _run(args)
+    assert code == 0
+    found = json.loads(out)
+    assert found["threshold"]["source"] == "KPI 'good_answer' in target 't'" and found["tuning"]["default"] == 0.9
+    assert found["tuning"]["threshold"] == 0.55 and found["tuning"]["objective_value"] == 1.0
+    text = copy.read_text(encoding="utf-8")
+    assert "threshold = 0.55" in text and "# the verdict" in text
+    assert "threshold = 0.9" in settings.read_text(encoding="utf-8")
+
+
+def test_calibrate_help_lists_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["calibrate", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--metric", "--label", "--langfuse", "--push-to-queue", "--write", "--html", "--objective"):
+        assert option in out
