@@ -1154,7 +1154,8 @@ class LangfuseApp(StandinApp):
         params = request.query()
         page, limit = max(_int(params, "page", 1, 10**9), 1), _int(params, "limit", 50, 100)
         status = q.one(params, "status")
-        items = [i for i in queue["items"] if status is None or i["status"] == status]
+        # Newest first (``createdAt`` desc, then id desc), as Langfuse lists them.
+        items = [i for i in reversed(queue["items"]) if status is None or i["status"] == status]
         data = items[(page - 1) * limit : page * limit]
         pages = -(-len(items) // limit)
         return 200, {
