@@ -1139,9 +1139,30 @@ class LangfuseApp(StandinApp):
         queue, ``queueId``): the API cannot create these, so a test or a demo seeds them here."""
         self.store.upsert({**score, "source": "ANNOTATION"}, timestamp, "annotation")
 
-    def add_queue(self, queue_id: str, name: str, score_config_ids: Sequence[str] = ()) -> None:
-        """An annotation queue (queues are made in the UI; the API only reads them and adds items)."""
+    def add_queue(
+        self, queue_id: str, name: str, score_config_ids: Sequence[str] = (), traces: Sequence[str] = ()
+    ) -> None:
+        """An annotation queue (queues are made in the UI; the API only reads them and adds items), holding
+        these traces (pending)."""
         self.queues[queue_id] = {"name": name, "scoreConfigIds": list(score_config_ids), "items": []}
+        for trace_id in traces:
+            self._new_queue_item(queue_id, trace_id, "TRACE", "PENDING")
+
+    def _new_queue_item(self, queue_id: str, object_id: str, object_type: str, status: str) -> dict[str, Any]:
+        queue = self.queues[queue_id]
+        now = self.clock_now().isoformat().replace("+00:00", "Z")
+        item = {
+            "id": f"queue-item-{len(queue['items']) + 1}-{queue_id}",
+            "queueId": queue_id,
+            "objectId": object_id,
+            "objectType": object_type,
+            "status": status,
+            "completedAt": now if status == "COMPLETED" else None,
+            "createdAt": now,
+            "updatedAt": now,
+        }
+        queue["items"].append(item)
+        return item
 
     def _queue(self, queue_id: str) -> dict[str, Any]:
         queue = self.queues.get(queue_id)
@@ -1165,21 +1186,10 @@ class LangfuseApp(StandinApp):
 
     def _add_queue_item(self, request: Request, path: dict[str, str]) -> tuple[int, Any]:
         """A new item each time, as Langfuse's route creates one (the same object twice is two items)."""
-        queue = self._queue(path["queueId"])
+        self._queue(path["queueId"])
         body = request.json()
-        now = self.clock_now().isoformat().replace("+00:00", "Z")
-        item = {
-            "id": f"queue-item-{len(queue['items']) + 1}-{path['queueId']}",
-            "queueId": path["queueId"],
-            "objectId": body["objectId"],
-            "objectType": body["objectType"],
-            "status": body.get("status") or "PENDING",
-            "completedAt": None,
-            "createdAt": now,
-            "updatedAt": now,
-        }
-        queue["items"].append(item)
-        return 200, item
+        status = body.get("status") or "PENDING"
+        return 200, self._new_queue_item(path["queueId"], body["objectId"], body["objectType"], status)
 
     # --- OTLP --------------------------------------------------------------------------------
 

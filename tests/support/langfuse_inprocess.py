@@ -186,9 +186,9 @@ class InProcessLangfuse:
         """A person's score given in the UI (source ANNOTATION): ``LangfuseApp.add_annotation``."""
         self.app.add_annotation(score, timestamp)
 
-    def add_queue(self, queue_id: str, name: str) -> None:
-        """An annotation queue made in the UI."""
-        self.app.add_queue(queue_id, name)
+    def add_queue(self, queue_id: str, name: str, traces: tuple[str, ...] = ()) -> None:
+        """An annotation queue made in the UI, holding these traces."""
+        self.app.add_queue(queue_id, name, traces=traces)
 
     @property
     def queue_items(self) -> dict[str, list[dict[str, Any]]]:

@@ -161,3 +161,15 @@ def test_an_unknown_queue_is_named(seeded: dict[str, Any], capsys: pytest.Captur
     code, _ = _calibrate("--push-to-queue", "no-such-queue", "--resamples", "200")
     assert code == 2
     assert "annotation queue 'no-such-queue' not found" in capsys.readouterr().err
+
+
+def test_a_queue_of_several_pages_is_read_whole(v4: InProcessLangfuse, seeded: dict[str, Any]) -> None:
+    """Every trace the queue holds, over pages of 100, counts as there: none is added twice."""
+    held = tuple(f"other-{n}" for n in range(150)) + tuple(TRACES)
+    v4.add_queue("q-full", "full", traces=held)
+    code, found = _calibrate("--push-to-queue", "q-full", "--push", "5", "--resamples", "200")
+    assert code == 0 and found is not None
+    assert found["pushed"]["added"] == [] and len(found["pushed"]["already"]) == 5
+    assert len(v4.queue_items["q-full"]) == len(held)
+    pages = [c for c in v4.calls_to("GET", "/api/public/annotation-queues/{queueId}/items")]
+    assert len(pages) == 2
