@@ -173,3 +173,16 @@ def test_a_queue_of_several_pages_is_read_whole(v4: InProcessLangfuse, seeded: d
     assert len(v4.queue_items["q-full"]) == len(held)
     pages = [c for c in v4.calls_to("GET", "/api/public/annotation-queues/{queueId}/items")]
     assert len(pages) == 2
+
+
+def test_labels_by_score_config(v4: InProcessLangfuse, seeded: dict[str, Any]) -> None:
+    """Labels named otherwise ("Helpfulness" in the UI) are found by their score config's id."""
+    for index, trace in enumerate(TRACES[30:36]):
+        v4.add_annotation(
+            {"id": f"c-{trace}", "traceId": trace, "name": "Helpfulness", "value": "pass" if index % 2 else "fail",
+             "dataType": "CATEGORICAL", "configId": "cfg-helpful", "authorUserId": "carol"},
+            (f.T0 + timedelta(hours=4)).isoformat(),
+        )  # fmt: skip
+    code, found = _calibrate("--label-config", "cfg-helpful", "--resamples", "200")
+    assert code == 0 and found is not None
+    assert found["items"] == 6  # carol's categorical labels, read as verdicts; alice's and bob's not asked

@@ -252,3 +252,19 @@ def test_calibrate_help_lists_its_options(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     for option in ("--metric", "--label", "--langfuse", "--push-to-queue", "--write", "--html", "--objective"):
         assert option in out
+
+
+def test_the_html_report_of_numeric_labels(tmp_path: Path) -> None:
+    path = tmp_path / "rated.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "scores": {"q": v / 5}, "labels": {"q": round(v / 5 + d, 2)}}) + "\n"
+            for i, (v, d) in enumerate([(1, 0.1), (2, -0.05), (3, 0.0), (4, 0.1), (5, -0.1), (2, 0.2), (4, -0.2)])
+        ),
+        encoding="utf-8",
+    )
+    report = tmp_path / "report.html"
+    assert _run([str(path), "--metric", "q", "--resamples", "200", "--html", str(report)])[0] == 0
+    page = report.read_text(encoding="utf-8")
+    assert 'data-plot="agreement"' in page and "Spearman" in page
+    assert 'data-plot="confusion"' not in page and 'data-plot="threshold"' not in page
