@@ -268,3 +268,14 @@ def test_the_html_report_of_numeric_labels(tmp_path: Path) -> None:
     page = report.read_text(encoding="utf-8")
     assert 'data-plot="agreement"' in page and "Spearman" in page
     assert 'data-plot="confusion"' not in page and 'data-plot="threshold"' not in page
+
+
+def test_without_the_calibrate_extra_the_install_command_is_said(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "krippendorff", None)  # find_spec: None, as when not installed
+    assert _run([str(EXAMPLE), "--metric", "helpful"])[0] == 2
+    err = capsys.readouterr().err
+    assert "calibrate needs krippendorff (the 'calibrate' extra)" in err and "[calibrate]" in err
