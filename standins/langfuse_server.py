@@ -72,6 +72,8 @@ from standins.faults import FaultConfig, format_retry_after
 from standins.formats import PROJECT_ID, encode_io
 from standins.generate import EPOCH, Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
 from standins.http import Request, Response
+from standins.langfuse_evaluators import EvaluatorStore
+from standins.langfuse_evaluators import page as evaluator_page
 from standins.langfuse_profile import (
     DEFAULT_VERSION,
     VERSIONS,
@@ -95,6 +97,8 @@ SAMPLE_ROWS = 20
 SCORE_NAME = re.compile(r"^[\w .()\-]{1,35}\Z")
 ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]+$")
 
+EVALUATORS = ("GET", "/api/public/unstable/evaluators")
+EVALUATION_RULES = ("GET", "/api/public/unstable/evaluation-rules")
 V4_ONLY = {
     ("GET", "/api/public/v2/observations"),
     ("GET", "/api/public/experiments"),
@@ -180,6 +184,11 @@ class LangfuseOptions:
     #: Score configs present at start: dicts as ``POST /score-configs`` takes them, plus optional
     #: ``id`` and ``createdAt``.
     score_configs: tuple[dict[str, Any], ...] = ()
+    #: Project evaluators present at start (standins/langfuse_evaluators.py ``add_evaluator``: the same
+    #: name twice is two versions), beside the 22 managed ones.
+    evaluators: tuple[dict[str, Any], ...] = ()
+    #: Evaluation rules present at start, v4 or legacy shape (``add_rule``).
+    evaluation_rules: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.generation is not None and self.generation not in DEFAULT_VERSION:
@@ -419,9 +428,16 @@ class LangfuseApp(StandinApp):
             ("GET", "/api/public/datasets/{datasetName}/runs"): self._runs,
             ("GET", "/api/public/dataset-run-items"): self._run_items,
             ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"): self._run,
+            EVALUATORS: self._evaluators,
+            EVALUATION_RULES: self._evaluation_rules,
         }
         for config in self.options.score_configs:
             self.add_config(config)
+        self.evaluator_store = EvaluatorStore()
+        for evaluator in self.options.evaluators:
+            self.evaluator_store.add_evaluator(evaluator)
+        for rule in self.options.evaluation_rules:
+            self.evaluator_store.add_rule(rule)
 
     def clock_now(self) -> datetime:
         """The time rows become visible by (:attr:`LangfuseOptions.clock`, else the wall clock)."""
@@ -450,6 +466,8 @@ class LangfuseApp(StandinApp):
         if key in V4_ONLY and key != ("GET", "/api/public/v2/observations") and profile.v4_routes != "serve":
             return Routed(label, answer=html_404())
         if (key == OTLP and not profile.otlp) or (key == V3_SCORES and not profile.v3_scores):
+            return Routed(label, answer=html_404())
+        if key in (EVALUATORS, EVALUATION_RULES) and not profile.evaluators_api:
             return Routed(label, answer=html_404())
         if key in V3_ONLY and profile.legacy_reads == "events_only_404":
             return Routed(label, answer=self.error_response(404, EVENTS_ONLY_MESSAGE))
@@ -627,6 +645,16 @@ class LangfuseApp(StandinApp):
         ordered.sort(key=lambda c: c["createdAt"], reverse=True)
         chunk = ordered[(page - 1) * limit : page * limit]
         return 200, {"data": chunk, "meta": q.page_meta(page, limit, len(self.configs))}
+
+    def _evaluators(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        return 200, evaluator_page(self.evaluator_store.listed(), page, limit)
+
+    def _evaluation_rules(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        return 200, evaluator_page(self.evaluator_store.rules, page, limit)
 
     def _get_config(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         config = next((c for c in self.configs if c["id"] == params["configId"]), None)

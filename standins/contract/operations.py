@@ -34,7 +34,7 @@ from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 from langfuse.api.scores.types.get_scores_v3response import GetScoresV3Response
 from langfuse.api.scores.types.score_body import ScoreBody
 
-from standins.contract import legacy
+from standins.contract import legacy, unstable
 
 
 class ContractViolation(AssertionError):
@@ -143,6 +143,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/api/public/score-configs/{configId}", answers={200: ScoreConfig}),
     Operation("GET", "/api/public/v2/datasets/{datasetName}", answers={200: Dataset}),
     Operation("GET", "/api/public/dataset-items/{id}", answers={200: DatasetItem}),
+    Operation("GET", "/api/public/unstable/evaluators", _PAGE, answers={200: unstable.Evaluators}, package=False),
+    Operation("GET", "/api/public/unstable/evaluation-rules", _PAGE, answers={200: unstable.Rules}, package=False),
     Operation(
         "GET",
         "/api/public/v2/observations",

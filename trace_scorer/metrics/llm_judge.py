@@ -262,6 +262,11 @@ class LLMJudge(JudgedMetric[LLMJudgeOptions]):
             parts["evaluator_version"] = definition.version
         return parts
 
+    def prompt_details(self) -> dict[str, Any]:
+        definition = self.definition
+        version = {"llm_judge": self._template(definition).full_version} if definition is not None else {}
+        return {"prompt_version": version, "language": self.judge.language}
+
     def _value(self, sample: Sample, path: str) -> Any:
         if path.startswith(SAMPLE_PREFIX):
             if path in (SAMPLE_PREFIX + ".messages", SAMPLE_PREFIX + ".conversation"):
