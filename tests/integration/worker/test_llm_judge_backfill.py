@@ -121,3 +121,26 @@ def test_backfill_posts_each_typed_score_once(
     assert "4 seen, 0 scored" in capsys.readouterr().out
     assert [c for c in langfuse.calls if c.template == "/api/public/ingestion"] == ingested
     assert len(langfuse.scores) == 16
+
+
+def test_a_server_without_evaluators_stops_the_start_naming_the_key(
+    start_llm: StartOpenAI, make_langfuse: MakeLangfuse, cli_workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    langfuse = make_langfuse("3.120.0")
+    llm = start_llm()
+    (cli_workdir / "settings.toml").write_text(judged_settings(llm.url))
+    args = ["backfill", "--target", "judged", "--from", "2026-10-01", "--to", "2026-10-01T12:00"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "targets[0].metrics[2].evaluator: Langfuse 3.120.0 has no /api/public/unstable/evaluators" in err
+    assert not langfuse.scores
+
+
+def test_an_unknown_evaluator_fails_check_naming_the_key(
+    start_llm: StartOpenAI, make_langfuse: MakeLangfuse, cli_workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_langfuse("4.16.0")  # no project evaluator "Tone"
+    llm = start_llm()
+    (cli_workdir / "settings.toml").write_text(judged_settings(llm.url))
+    assert cli.main(["check"]) == 2
+    assert "targets[0].metrics[2].evaluator: Langfuse has no evaluator named 'Tone'" in capsys.readouterr().err
