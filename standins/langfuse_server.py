@@ -25,6 +25,9 @@ flag can be changed with ``overrides``. In short:
   score's timestamp is the envelope's), OTLP (not 2.x). A route the version lacks, or the stand-in does
   not know, answers Next.js's HTML 404. Options: ``heavy_read_limit`` / ``heavy_read_bytes`` (422 on
   heavy ``/v2/observations`` reads), ``score_configs`` (pre-seeded, with ``createdAt``), fault injection.
+- **4.x only:** ``GET /unstable/evaluators`` (the 22 managed evaluators and the project's, latest version
+  of each) and ``/unstable/evaluation-rules`` (v4 and legacy shapes), page/limit
+  (:mod:`standins.langfuse_evaluators`; options ``evaluators``, ``evaluation_rules``).
 
 **Contract.** Every request is checked against :mod:`standins.contract` (``POST /scores``: one object or
 a list of the package's ``CreateScoreRequest`` — which one the version accepts is its own answer, not a
@@ -43,6 +46,7 @@ Run as a process::
     python -m standins.langfuse_server --port 0 --seed 7 --traces 2000 --spacing 1 \\
         [--version 4.16.0 | --generation v3] [--write-mode dual] [--export-delay 2] \\
         [--heavy-read-limit 500] [--overrides-json '{...}'] [--score-configs-json '[...]'] \\
+        [--evaluators-json '[...]'] [--evaluation-rules-json '[...]'] \\
         [--latency 0.02] [--rate-429 0.3 --retry-after 1] [--scenario-json '{...}']
 
 It prints one JSON line ``{"port": …, "pid": …, "url": …}`` when it listens, and stops on SIGTERM.
@@ -1472,6 +1476,8 @@ def options_to_argv(options: LangfuseOptions) -> list[str]:
         "--write-mode", options.write_mode,
         "--overrides-json", json.dumps(options.overrides),
         "--score-configs-json", json.dumps(list(options.score_configs)),
+        "--evaluators-json", json.dumps(list(options.evaluators)),
+        "--evaluation-rules-json", json.dumps(list(options.evaluation_rules)),
         "--scenario-json", json.dumps(options.scenario.to_dict()),
         "--faults-json", json.dumps(options.faults.to_dict()),
         "--cache-size", str(options.cache_size),
@@ -1514,6 +1520,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
     parser.add_argument("--heavy-read-bytes", type=int, help="422 on /v2/observations with io over this many bytes")
     parser.add_argument("--overrides-json", default="{}", help="ServerProfile flags, as JSON")
     parser.add_argument("--score-configs-json", default="[]", help="score configs present at start, as JSON")
+    parser.add_argument("--evaluators-json", default="[]", help="project evaluators present at start, as JSON")
+    parser.add_argument("--evaluation-rules-json", default="[]", help="evaluation rules present at start, as JSON")
     parser.add_argument("--public-key", default=PUBLIC_KEY)
     parser.add_argument("--secret-key", default=SECRET_KEY)
     parser.add_argument("--more-keys-json", default="[]", help="more [public, secret] key pairs, as JSON")
@@ -1551,6 +1559,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
         heavy_read_bytes=args.heavy_read_bytes,
         overrides=json.loads(args.overrides_json),
         score_configs=tuple(json.loads(args.score_configs_json)),
+        evaluators=tuple(json.loads(args.evaluators_json)),
+        evaluation_rules=tuple(json.loads(args.evaluation_rules_json)),
         public_key=args.public_key,
         secret_key=args.secret_key,
         more_keys=tuple((str(public), str(secret)) for public, secret in json.loads(args.more_keys_json)),
