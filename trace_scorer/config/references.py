@@ -141,13 +141,10 @@ def judge_variable_paths(options: dict[str, Any]) -> list[str]:
     mapped = options.get("variables")
     if isinstance(mapped, dict):
         for value in mapped.values():
-            paths += (
-                [value]
-                if isinstance(value, str)
-                else [v for v in value if isinstance(v, str)]
-                if isinstance(value, list)
-                else []
-            )
+            if isinstance(value, str):
+                paths.append(value)
+            elif isinstance(value, list):
+                paths += [v for v in value if isinstance(v, str)]
     template = options.get("prompt")
     if options.get("evaluator") is not None:
         paths += [p for defaults in DEFAULT_VARIABLE_PATHS.values() for p in defaults]

@@ -144,3 +144,31 @@ def test_an_unknown_evaluator_fails_check_naming_the_key(
     (cli_workdir / "settings.toml").write_text(judged_settings(llm.url))
     assert cli.main(["check"]) == 2
     assert "targets[0].metrics[2].evaluator: Langfuse has no evaluator named 'Tone'" in capsys.readouterr().err
+
+
+def test_a_new_evaluator_version_is_recorded_and_rescores_on_backfill(
+    start_llm: StartOpenAI, make_langfuse: MakeLangfuse, cli_workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    langfuse = make_langfuse("4.16.0", evaluators=(TONE,))
+    llm = start_llm()
+    (cli_workdir / "settings.toml").write_text(judged_settings(llm.url))
+    start = f.T0 + timedelta(hours=1)
+    for index in range(2):
+        langfuse.add_rows(*agent_trace(f"t-{index}", start + timedelta(minutes=10 * index)))
+    args = ["backfill", "--target", "judged", "--from", start.date().isoformat(), "--to", "2026-10-01T12:00"]
+    assert cli.main(args) == 0
+    assert "2 seen, 2 scored" in capsys.readouterr().out
+
+    def tone_versions() -> set[int]:
+        return {
+            json.loads(s["metadata"]["details"])["evaluator"]["version"]  # type: ignore[index]
+            for s in langfuse.scores.values()
+            if s["name"] == "tone"
+        }
+
+    assert tone_versions() == {1}
+    langfuse.app.evaluator_store.add_evaluator({**TONE, "prompt": "Which tone does {{answer}} take?"})
+    assert cli.main(args) == 0  # the evaluator changed: the configuration too, so the window is scored again
+    assert "2 seen, 2 scored" in capsys.readouterr().out
+    assert tone_versions() == {2}
+    assert len(langfuse.scores) == 8  # replaced under the same ids, not duplicated
