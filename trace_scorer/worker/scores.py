@@ -139,6 +139,8 @@ def encode_outcomes(outcomes: Mapping[str, Outcome]) -> str:
     for name, outcome in outcomes.items():
         if isinstance(outcome, Score):
             encoded[name] = {"value": outcome.value}
+            if outcome.data_type != "NUMERIC":  # so the run level knows it has no mean
+                encoded[name].update(type=outcome.data_type, label=outcome.label)
         elif isinstance(outcome, Skipped):
             encoded[name] = {"skipped": outcome.reason}
         else:
@@ -150,7 +152,10 @@ def decode_outcomes(text: str) -> dict[str, Outcome]:
     decoded: dict[str, Outcome] = {}
     for name, entry in json.loads(text).items():
         if "value" in entry:
-            decoded[name] = Score(float(entry["value"]))
+            if entry.get("type") in ("BOOLEAN", "CATEGORICAL"):
+                decoded[name] = Score(float(entry["value"]), data_type=entry["type"], label=entry.get("label"))
+            else:
+                decoded[name] = Score(float(entry["value"]))
         elif "skipped" in entry:
             decoded[name] = Skipped(str(entry["skipped"]))
         else:
