@@ -292,7 +292,10 @@ class LLMJudge(JudgedMetric[LLMJudgeOptions]):
     async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
         definition = self.definition
         if definition is None:
-            return Skipped(f"evaluator {self.options.evaluator!r} was not loaded from Langfuse")
+            return Skipped(
+                f"evaluator {self.options.evaluator!r} is read from Langfuse by run, backfill and check; "
+                "offline, write the prompt in the settings (prompt = ...)"
+            )
         values = self._values(sample, definition)
         if isinstance(values, str):
             return Skipped(values)
