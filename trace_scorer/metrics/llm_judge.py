@@ -349,9 +349,9 @@ class LLMJudge(JudgedMetric[LLMJudgeOptions]):
             outcome = panel_outcome(
                 result, run, comment=lambda r, v: self._comment(r.verdicts, v, output), details=details
             )
-        if isinstance(outcome, Score) and output.data_type != "NUMERIC":
-            outcome = self._typed(outcome, result.verdicts, output)
-            run.output = {"value": outcome.label, "comment": outcome.comment}
+            if isinstance(outcome, Score) and output.data_type != "NUMERIC":
+                outcome = self._typed(outcome, result.verdicts, output)
+                run.output = {"value": outcome.label, "comment": outcome.comment}  # the judge trace's output
         return outcome
 
     def _typed(self, outcome: Score, verdicts: Mapping[str, ModelVerdict], output: OutputDefinition) -> Score:
