@@ -418,6 +418,7 @@ class LangfuseApp(StandinApp):
             ("GET", "/api/public/score-configs"): self._list_configs,
             ("POST", "/api/public/score-configs"): self._create_config,
             ("GET", "/api/public/score-configs/{configId}"): self._get_config,
+            ("GET", "/api/public/v2/datasets"): self._datasets,
             ("GET", "/api/public/v2/datasets/{datasetName}"): self._dataset,
             ("GET", "/api/public/dataset-items/{id}"): self._dataset_item,
             ("GET", "/api/public/v2/observations"): self._observations,
@@ -704,6 +705,13 @@ class LangfuseApp(StandinApp):
         return config
 
     # --- datasets ----------------------------------------------------------------------------
+
+    def _datasets(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        # datasets_list: createdAt desc (newest first), as the UI lists them
+        ordered = sorted(self.corpus.datasets.values(), key=lambda d: (d.get("createdAt", ""), d["id"]), reverse=True)
+        return 200, {"data": ordered[(page - 1) * limit : page * limit], "meta": q.page_meta(page, limit, len(ordered))}
 
     def _dataset(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         dataset = self.corpus.datasets.get(params["datasetName"])

@@ -58,7 +58,7 @@ def check_loads(text: str) -> None:
 async def import_evaluators(settings: Settings, output: Path, *, force: bool) -> int:
     """Write ``output``; 0 when at least one target was written, 1 when no rule could be translated."""
     from trace_scorer.langfuse import LangfuseClient
-    from trace_scorer.langfuse.evaluators import list_all_evaluators, list_rules
+    from trace_scorer.langfuse.evaluators import dataset_names, list_all_evaluators, list_rules
 
     if output.exists() and not force:  # noqa: ASYNC240 (before anything is read from Langfuse)
         raise UserError(f"{output} exists: not overwritten (--force replaces it)")
@@ -66,7 +66,9 @@ async def import_evaluators(settings: Settings, output: Path, *, force: bool) ->
         await client.connect()
         rules = await list_rules(client.transport, client.capabilities, KEY)
         evaluators = await list_all_evaluators(client.transport, client.capabilities, KEY)
-    result = translate_rules(rules, evaluators)
+        wanted = any(rule.get("target") in ("dataset", "experiment") for rule in rules)
+        datasets = await dataset_names(client.transport) if wanted else {}
+    result = translate_rules(rules, evaluators, datasets)
     text = render(result, settings.langfuse.base_url, output, datetime.now(UTC))
     check_loads(text)
     try:

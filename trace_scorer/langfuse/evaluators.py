@@ -23,7 +23,7 @@ import structlog
 from trace_scorer.config.common import ConfigError
 from trace_scorer.config.references import parse_path, template_variables
 from trace_scorer.judge.definition import JudgeDefinition, OutputDefinition
-from trace_scorer.langfuse.endpoints import EVALUATION_RULES, EVALUATORS, Endpoint
+from trace_scorer.langfuse.endpoints import DATASETS_LIST, EVALUATION_RULES, EVALUATORS, Endpoint
 from trace_scorer.langfuse.errors import LangfuseHTTPError, LangfuseResponseError
 from trace_scorer.langfuse.server import ServerCapabilities
 from trace_scorer.langfuse.transport import Transport
@@ -157,15 +157,16 @@ def judge_definition(body: Mapping[str, Any]) -> JudgeDefinition | Unusable:
     )
 
 
-async def _pages(transport: Transport, endpoint: Endpoint, key: str) -> list[Mapping[str, Any]]:
-    """Every item of a paged list (de-duplicated by id: offset paging may repeat one)."""
+async def _pages(transport: Transport, endpoint: Endpoint, key: str | None) -> list[Mapping[str, Any]]:
+    """Every item of a paged list (de-duplicated by id: offset paging may repeat one). With ``key``, a 404
+    on the first page means the server lacks the API: :class:`EvaluatorsUnavailable` naming the key."""
     items: dict[str, Mapping[str, Any]] = {}
     unnamed: list[Mapping[str, Any]] = []
     for page in range(1, MAX_PAGES + 1):
         try:
             answer = await transport.plain(endpoint, endpoint.path, params={"page": page, "limit": PAGE_LIMIT})
         except LangfuseHTTPError as error:
-            if error.status == 404 and page == 1:
+            if error.status == 404 and page == 1 and key is not None:
                 raise EvaluatorsUnavailable(
                     f"{key}: this Langfuse does not serve {endpoint.path} (HTTP 404); Langfuse's evaluators are "
                     "read over the API of Langfuse 4.x"
@@ -243,6 +244,14 @@ async def list_rules(transport: Transport, capabilities: ServerCapabilities, key
     """Every evaluation rule of the project, legacy ones included, as the server gives them."""
     _check_server(capabilities, key, EVALUATION_RULES)
     return await _pages(transport, EVALUATION_RULES, key)
+
+
+async def dataset_names(transport: Transport) -> dict[str, str]:
+    """Dataset id → name, for every dataset of the project (``GET /api/public/v2/datasets``)."""
+    listed = await _pages(transport, DATASETS_LIST, None)
+    return {
+        str(d["id"]): str(d["name"]) for d in listed if isinstance(d.get("id"), str) and isinstance(d.get("name"), str)
+    }
 
 
 async def list_all_evaluators(

@@ -7,8 +7,8 @@ it). What maps where:
 
 - a legacy ``trace`` rule → ``source = "traces"`` (scope trace), its filter → ``[targets.filter]``;
 - a v4 ``observation`` rule → ``scope = "observation"``, its filter → ``[targets.observations]``;
-- a legacy ``dataset`` / v4 ``experiment`` rule → not translated: its filter names datasets by id, a
-  ``dataset_runs`` target by name (the reason lists the ids);
+- a legacy ``dataset`` / v4 ``experiment`` rule → ``source = "dataset_runs"``, its filter's dataset ids
+  turned into the names a target lists (``GET /api/public/v2/datasets``);
 - ``sampling`` → ``sample_rate``; ``delay`` (ms) → ``lag`` (never below the default 120 s: Langfuse's
   reads lag behind ingestion); ``timeScope`` with ``EXISTING`` → a note to run ``backfill``;
 - mappings → ``variables``: ``trace`` → ``$.trace.…``, ``dataset_item`` → ``$.…`` (the item), a named
@@ -135,6 +135,27 @@ def observation_filter(conditions: Sequence[Any]) -> tuple[dict[str, Any], dict[
     return observations, traces
 
 
+def dataset_filter(conditions: Sequence[Any], datasets: Mapping[str, str] | None) -> list[str]:
+    """A dataset or experiment rule's filter (dataset ids) → the names of the datasets it covers."""
+    if not datasets:
+        raise Untranslatable("the project's datasets could not be listed: their names are unknown")
+    chosen = sorted(datasets)
+    for condition in conditions:
+        if not isinstance(condition, Mapping):
+            raise Untranslatable(f"filter condition {condition!r} is not an object")
+        column, operator, values = _column(condition), condition.get("operator"), _values(condition)
+        if column not in ("datasetid", "dataset") or operator not in ("any of", "none of"):
+            described = json.dumps(condition, ensure_ascii=False)
+            raise Untranslatable(f"filter condition {described} has no equivalent for dataset runs")
+        unknown = [v for v in values if v not in datasets]
+        if unknown:
+            raise Untranslatable(f"dataset id(s) {', '.join(unknown)} not found in the project")
+        chosen = [d for d in chosen if (d in values) == (operator == "any of")]
+    if not chosen:
+        raise Untranslatable("its filter leaves no dataset")
+    return sorted(datasets[d] for d in chosen)
+
+
 def legacy_path(entry: Mapping[str, Any]) -> str:
     """One legacy mapping (``langfuseObject``, ``objectName``, ``source``, ``jsonPath``) → our path."""
     kind = str(entry.get("langfuseObject", "")).lower()
@@ -198,7 +219,10 @@ def _assignments(rule: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], Any]]
 
 
 def translate_rule(
-    rule: Mapping[str, Any], evaluators: Mapping[str, Mapping[str, Any]], taken: set[str]
+    rule: Mapping[str, Any],
+    evaluators: Mapping[str, Mapping[str, Any]],
+    taken: set[str],
+    datasets: Mapping[str, str] | None = None,
 ) -> ImportedTarget:
     """One rule → one target (raises :class:`Untranslatable`)."""
     rule_name = _text(rule.get("name")) or str(rule.get("id", "?"))
@@ -218,11 +242,8 @@ def translate_rule(
         if filters:
             settings["filter"] = filters
     elif kind in ("dataset", "experiment"):
-        ids = [v for c in conditions if isinstance(c, Mapping) for v in _values(c)]
-        which = f" (dataset ids {', '.join(ids)})" if ids else " (every dataset)"
-        raise Untranslatable(
-            f'a {kind} rule{which}: write a source = "dataset_runs" target naming the datasets by name'
-        )
+        settings["source"] = "dataset_runs"
+        settings["datasets"] = dataset_filter(conditions, datasets)
     else:
         raise Untranslatable(f"unknown rule target {kind!r}")
 
@@ -236,12 +257,16 @@ def translate_rule(
         entries = mapping
         if entries is None:  # inherits the evaluator version's default mapping
             entries = (evaluators.get(evaluator_name) or {}).get("mapping") or []
-        variables: dict[str, str] = {}
+        variables: dict[str, str | list[str]] = {}
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, Mapping) or not isinstance(entry.get("variable"), str):
                 continue
             variable = entry["variable"]
-            variables[variable] = legacy_path(entry) if "langfuseObject" in entry else v4_path(entry, str(kind))
+            path = legacy_path(entry) if "langfuseObject" in entry else v4_path(entry, str(kind))
+            if entry.get("source") == "experiment_item_metadata":  # v4 rows: experimentItemMetadata; v3: metadata
+                variables[variable] = [path.replace("$.metadata", "$.experimentItemMetadata", 1), path]
+            else:
+                variables[variable] = path
         score_name = _text(rule.get("scoreName")) or evaluator_name
         if not SCORE_NAME_PATTERN.match(score_name):
             raise Untranslatable(f"score name {score_name!r} is not one trace-scorer can post (35 ASCII characters)")
@@ -270,8 +295,12 @@ def translate_rule(
     return ImportedTarget(rule_name, {"name": name, **settings, "metrics": metrics}, notes)
 
 
-def translate_rules(rules: Sequence[Mapping[str, Any]], evaluators: Sequence[Mapping[str, Any]]) -> ImportResult:
-    """Every rule → a target, or the reason it is not translated."""
+def translate_rules(
+    rules: Sequence[Mapping[str, Any]],
+    evaluators: Sequence[Mapping[str, Any]],
+    datasets: Mapping[str, str] | None = None,
+) -> ImportResult:
+    """Every rule → a target, or the reason it is not translated; ``datasets``: dataset id → name."""
     by_name: dict[str, Mapping[str, Any]] = {}
     for evaluator in evaluators:
         name = _text(evaluator.get("name"))
@@ -282,7 +311,7 @@ def translate_rules(rules: Sequence[Mapping[str, Any]], evaluators: Sequence[Map
     for rule in rules:
         rule_name = _text(rule.get("name")) or str(rule.get("id", "?"))
         try:
-            result.targets.append(translate_rule(rule, by_name, taken))
+            result.targets.append(translate_rule(rule, by_name, taken, datasets))
         except Untranslatable as why:
             result.skipped.append((rule_name, str(why)))
     return result

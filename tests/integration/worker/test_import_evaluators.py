@@ -33,6 +33,11 @@ TONE = {
         {"variable": "question", "source": "input", "jsonPath": None},
     ],
 }
+GROUNDED = {
+    "name": "Grounded",
+    "prompt": "Is {{generation}} for {{query}} grounded in {{ground_truth}} on {{topic}}?",
+    "outputDefinition": {"dataType": "BOOLEAN", "score": {"description": "s"}, "reasoning": {"description": "r"}},
+}
 
 
 def legacy(
@@ -103,7 +108,25 @@ RULES: tuple[dict[str, Any], ...] = (
         "name": "experiment correctness",
         "target": "experiment",
         "filter": [],
-        "evaluators": [{"evaluator": HELPFUL, "mapping": None}],
+        "evaluators": [
+            {
+                "evaluator": {"id": "e4", "name": "Grounded", "type": "llm_as_judge"},
+                "mapping": [
+                    {"variable": "query", "source": "input", "jsonPath": None},
+                    {"variable": "generation", "source": "output", "jsonPath": None},
+                    {"variable": "ground_truth", "source": "expected_output", "jsonPath": "$.answer"},
+                    {"variable": "topic", "source": "experiment_item_metadata", "jsonPath": "$.topic"},
+                ],
+            }
+        ],
+    },
+    {
+        "name": "gone dataset",
+        "target": "dataset",
+        "delay": 0,
+        "timeScope": ["NEW"],
+        "filter": [{"type": "stringOptions", "column": "Dataset", "operator": "any of", "value": ["ds-gone"]}],
+        "evaluators": [{"evaluator": TOXIC, "mapping": [legacy("query", "dataset_item", "input")]}],
     },
     {
         "name": "slow traces",
@@ -132,13 +155,21 @@ def run_import(*extra: str) -> int:
 def test_every_rule_shape_is_imported_or_listed_with_the_reason(
     make_langfuse: MakeLangfuse, cli_workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    make_langfuse("4.16.0", evaluators=(TONE,), evaluation_rules=RULES)
+    langfuse = make_langfuse("4.16.0", evaluators=(TONE, GROUNDED), evaluation_rules=RULES)
+    langfuse.add_dataset("ds-123", "support-bench")
+    langfuse.add_dataset("ds-9", "agent-bench")
     assert run_import() == 0
     err = capsys.readouterr().err
     text = (cli_workdir / "evaluators.toml").read_text()
     written = tomllib.loads(text)
     targets = {t["name"]: t for t in written["targets"]}
-    assert set(targets) == {"prod-helpfulness", "tone-slow", "llm-calls"}
+    assert set(targets) == {
+        "prod-helpfulness",
+        "tone-slow",
+        "toxicity-on-items",
+        "llm-calls",
+        "experiment-correctness",
+    }
 
     prod = targets["prod-helpfulness"]
     assert prod["filter"] == {
@@ -175,9 +206,20 @@ def test_every_rule_shape_is_imported_or_listed_with_the_reason(
         "generation": "$.observation.output",
     }
 
+    items = targets["toxicity-on-items"]  # dataset ids → the names a target lists
+    assert (items["source"], items["datasets"]) == ("dataset_runs", ["support-bench"])
+    assert items["metrics"][0]["variables"] == {"query": "$.input"}
+    experiment = targets["experiment-correctness"]  # no filter: every dataset of the project
+    assert (experiment["source"], experiment["datasets"]) == ("dataset_runs", ["agent-bench", "support-bench"])
+    assert experiment["metrics"][0]["variables"] == {
+        "query": "$.trace.input",
+        "generation": "$.trace.output",
+        "ground_truth": "$.expectedOutput.answer",
+        "topic": ["$.experimentItemMetadata.topic", "$.metadata.topic"],
+    }
+
     for name, why in (
-        ("toxicity on items", "dataset ids ds-123"),
-        ("experiment correctness", "every dataset"),
+        ("gone dataset", "dataset id(s) ds-gone not found"),
         ("slow traces", "has no equivalent in [targets.filter]"),
         ("every tool name", "'$.calls[*].name'"),
     ):
@@ -185,7 +227,7 @@ def test_every_rule_shape_is_imported_or_listed_with_the_reason(
         assert f"#   - {name}: " in text
 
     settings = load_settings(cli_workdir / "evaluators.toml")
-    assert len(build_plans(settings.targets)) == 3
+    assert len(build_plans(settings.targets)) == 5
     assert cli.main(["check", "--config", "evaluators.toml"]) == 0, capsys.readouterr().err
 
 

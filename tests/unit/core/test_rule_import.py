@@ -135,3 +135,20 @@ def test_every_written_target_validates_and_names_are_unique() -> None:
         TargetSettings.model_validate(target.settings)
     assert [name for name, _ in result.skipped] == ["code", "none", "long"]
     assert "a code evaluator" in result.skipped[0][1] and "no evaluator is assigned" in result.skipped[1][1]
+
+
+def test_dataset_filters_become_names() -> None:
+    from trace_scorer.langfuse.rule_import import dataset_filter
+
+    names = {"d1": "alpha", "d2": "beta", "d3": "gamma"}
+    any_of = {"type": "stringOptions", "column": "datasetId", "operator": "any of", "value": ["d3", "d1"]}
+    none_of = {"type": "stringOptions", "column": "Dataset", "operator": "none of", "value": ["d2"]}
+    assert dataset_filter([any_of], names) == ["alpha", "gamma"]
+    assert dataset_filter([none_of], names) == ["alpha", "gamma"]
+    assert dataset_filter([], names) == ["alpha", "beta", "gamma"]
+    with pytest.raises(Untranslatable, match="d9 not found"):
+        dataset_filter([{**any_of, "value": ["d9"]}], names)
+    with pytest.raises(Untranslatable, match="names are unknown"):
+        dataset_filter([any_of], {})
+    with pytest.raises(Untranslatable, match="leaves no dataset"):
+        dataset_filter([{**none_of, "value": ["d1", "d2", "d3"]}], names)
