@@ -59,7 +59,9 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     backfill = commands.add_parser("backfill", help="score a past window once")
     backfill.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
     backfill.add_argument("--target", required=True, help="the configured target to backfill")
-    backfill.add_argument("--from", dest="start", required=True, type=_datetime, help="start (ISO date or time, UTC)")
+    backfill.add_argument(
+        "--from", "--since", dest="start", required=True, type=_datetime, help="start (ISO date or time, UTC)"
+    )
     backfill.add_argument("--to", dest="end", type=_datetime, help="end (default: now)")
 
     compare = commands.add_parser("compare", help="compare runs: is the candidate better than the baseline?")

@@ -117,7 +117,8 @@ def test_backfill_posts_each_typed_score_once(
         assert all(len(model["votes"]) == 3 for model in details["models"].values())
     ingested = [c for c in langfuse.calls if c.template == "/api/public/ingestion"]  # 4.16: scores as events
 
-    assert cli.main(args) == 0  # again: nothing new to post
+    since = ["backfill", "--target", "judged", "--since", start.date().isoformat(), "--to", "2026-10-01T12:00"]
+    assert cli.main(since) == 0  # again (--since: the spelling of "fill the gap since"): nothing new to post
     assert "4 seen, 0 scored" in capsys.readouterr().out
     assert [c for c in langfuse.calls if c.template == "/api/public/ingestion"] == ingested
     assert len(langfuse.scores) == 16
