@@ -89,6 +89,8 @@ class ServerProfile:
     otlp: bool
     #: ``GET /v3/scores`` exists (not on 2.x).
     v3_scores: bool
+    #: ``GET /unstable/evaluators`` and ``/unstable/evaluation-rules`` exist (4.x; 2.x and 3.x: HTML 404).
+    evaluators_api: bool = False
     #: Config checks run later and invalid scores are dropped silently (finding 10). Off by default.
     async_validation: bool = False
 
@@ -133,6 +135,7 @@ def profile_for(version: str, write_mode: str = "events_only") -> ServerProfile:
         exclusive_ranges=v2,
         otlp=not v2,
         v3_scores=not v2,
+        evaluators_api=v4,
     )
 
 

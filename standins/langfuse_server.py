@@ -27,6 +27,9 @@ flag can be changed with ``overrides``. In short:
   score's timestamp is the envelope's), OTLP (not 2.x). A route the version lacks, or the stand-in does
   not know, answers Next.js's HTML 404. Options: ``heavy_read_limit`` / ``heavy_read_bytes`` (422 on
   heavy ``/v2/observations`` reads), ``score_configs`` (pre-seeded, with ``createdAt``), fault injection.
+- **4.x only:** ``GET /unstable/evaluators`` (the 22 managed evaluators and the project's, latest version
+  of each) and ``/unstable/evaluation-rules`` (v4 and legacy shapes), page/limit
+  (:mod:`standins.langfuse_evaluators`; options ``evaluators``, ``evaluation_rules``).
 
 **Contract.** Every request is checked against :mod:`standins.contract` (``POST /scores``: one object or
 a list of the package's ``CreateScoreRequest`` — which one the version accepts is its own answer, not a
@@ -45,6 +48,7 @@ Run as a process::
     python -m standins.langfuse_server --port 0 --seed 7 --traces 2000 --spacing 1 \\
         [--version 4.16.0 | --generation v3] [--write-mode dual] [--export-delay 2] \\
         [--heavy-read-limit 500] [--overrides-json '{...}'] [--score-configs-json '[...]'] \\
+        [--evaluators-json '[...]'] [--evaluation-rules-json '[...]'] \\
         [--latency 0.02] [--rate-429 0.3 --retry-after 1] [--scenario-json '{...}']
 
 It prints one JSON line ``{"port": …, "pid": …, "url": …}`` when it listens, and stops on SIGTERM.
@@ -74,6 +78,8 @@ from standins.faults import FaultConfig, format_retry_after
 from standins.formats import PROJECT_ID, encode_io
 from standins.generate import EPOCH, Corpus, RenderedTrace, RowRecord, Scenario, TraceHeader, micros
 from standins.http import Request, Response
+from standins.langfuse_evaluators import EvaluatorStore
+from standins.langfuse_evaluators import page as evaluator_page
 from standins.langfuse_profile import (
     DEFAULT_VERSION,
     VERSIONS,
@@ -97,6 +103,8 @@ SAMPLE_ROWS = 20
 SCORE_NAME = re.compile(r"^[\w .()\-]{1,35}\Z")
 ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]+$")
 
+EVALUATORS = ("GET", "/api/public/unstable/evaluators")
+EVALUATION_RULES = ("GET", "/api/public/unstable/evaluation-rules")
 V4_ONLY = {
     ("GET", "/api/public/v2/observations"),
     ("GET", "/api/public/experiments"),
@@ -189,6 +197,11 @@ class LangfuseOptions:
     #: Score configs present at start: dicts as ``POST /score-configs`` takes them, plus optional
     #: ``id`` and ``createdAt``.
     score_configs: tuple[dict[str, Any], ...] = ()
+    #: Project evaluators present at start (standins/langfuse_evaluators.py ``add_evaluator``: the same
+    #: name twice is two versions), beside the 22 managed ones.
+    evaluators: tuple[dict[str, Any], ...] = ()
+    #: Evaluation rules present at start, v4 or legacy shape (``add_rule``).
+    evaluation_rules: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.generation is not None and self.generation not in DEFAULT_VERSION:
@@ -416,6 +429,7 @@ class LangfuseApp(StandinApp):
             ("GET", "/api/public/score-configs"): self._list_configs,
             ("POST", "/api/public/score-configs"): self._create_config,
             ("GET", "/api/public/score-configs/{configId}"): self._get_config,
+            ("GET", "/api/public/v2/datasets"): self._datasets,
             ("GET", "/api/public/v2/datasets/{datasetName}"): self._dataset,
             ("GET", "/api/public/dataset-items/{id}"): self._dataset_item,
             ("GET", "/api/public/v2/observations"): self._observations,
@@ -432,9 +446,16 @@ class LangfuseApp(StandinApp):
             ("GET", "/api/public/datasets/{datasetName}/runs"): self._runs,
             ("GET", "/api/public/dataset-run-items"): self._run_items,
             ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"): self._run,
+            EVALUATORS: self._evaluators,
+            EVALUATION_RULES: self._evaluation_rules,
         }
         for config in self.options.score_configs:
             self.add_config(config)
+        self.evaluator_store = EvaluatorStore()
+        for evaluator in self.options.evaluators:
+            self.evaluator_store.add_evaluator(evaluator)
+        for rule in self.options.evaluation_rules:
+            self.evaluator_store.add_rule(rule)
 
     def clock_now(self) -> datetime:
         """The time rows become visible by (:attr:`LangfuseOptions.clock`, else the wall clock)."""
@@ -463,6 +484,8 @@ class LangfuseApp(StandinApp):
         if key in V4_ONLY and key != ("GET", "/api/public/v2/observations") and profile.v4_routes != "serve":
             return Routed(label, answer=html_404())
         if (key == OTLP and not profile.otlp) or (key in (V3_SCORES, *QUEUE_ITEMS) and not profile.v3_scores):
+            return Routed(label, answer=html_404())
+        if key in (EVALUATORS, EVALUATION_RULES) and not profile.evaluators_api:
             return Routed(label, answer=html_404())
         if key in V3_ONLY and profile.legacy_reads == "events_only_404":
             return Routed(label, answer=self.error_response(404, EVENTS_ONLY_MESSAGE))
@@ -641,6 +664,16 @@ class LangfuseApp(StandinApp):
         chunk = ordered[(page - 1) * limit : page * limit]
         return 200, {"data": chunk, "meta": q.page_meta(page, limit, len(self.configs))}
 
+    def _evaluators(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        return 200, evaluator_page(self.evaluator_store.listed(), page, limit)
+
+    def _evaluation_rules(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        return 200, evaluator_page(self.evaluator_store.rules, page, limit)
+
     def _get_config(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         config = next((c for c in self.configs if c["id"] == params["configId"]), None)
         if config is None:
@@ -685,6 +718,13 @@ class LangfuseApp(StandinApp):
         return config
 
     # --- datasets ----------------------------------------------------------------------------
+
+    def _datasets(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        # datasets_list: createdAt desc (newest first), as the UI lists them
+        ordered = sorted(self.corpus.datasets.values(), key=lambda d: (d.get("createdAt", ""), d["id"]), reverse=True)
+        return 200, {"data": ordered[(page - 1) * limit : page * limit], "meta": q.page_meta(page, limit, len(ordered))}
 
     def _dataset(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
         dataset = self.corpus.datasets.get(params["datasetName"])
@@ -1529,6 +1569,8 @@ def options_to_argv(options: LangfuseOptions) -> list[str]:
         "--write-mode", options.write_mode,
         "--overrides-json", json.dumps(options.overrides),
         "--score-configs-json", json.dumps(list(options.score_configs)),
+        "--evaluators-json", json.dumps(list(options.evaluators)),
+        "--evaluation-rules-json", json.dumps(list(options.evaluation_rules)),
         "--scenario-json", json.dumps(options.scenario.to_dict()),
         "--faults-json", json.dumps(options.faults.to_dict()),
         "--cache-size", str(options.cache_size),
@@ -1571,6 +1613,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
     parser.add_argument("--heavy-read-bytes", type=int, help="422 on /v2/observations with io over this many bytes")
     parser.add_argument("--overrides-json", default="{}", help="ServerProfile flags, as JSON")
     parser.add_argument("--score-configs-json", default="[]", help="score configs present at start, as JSON")
+    parser.add_argument("--evaluators-json", default="[]", help="project evaluators present at start, as JSON")
+    parser.add_argument("--evaluation-rules-json", default="[]", help="evaluation rules present at start, as JSON")
     parser.add_argument("--public-key", default=PUBLIC_KEY)
     parser.add_argument("--secret-key", default=SECRET_KEY)
     parser.add_argument("--more-keys-json", default="[]", help="more [public, secret] key pairs, as JSON")
@@ -1608,6 +1652,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
         heavy_read_bytes=args.heavy_read_bytes,
         overrides=json.loads(args.overrides_json),
         score_configs=tuple(json.loads(args.score_configs_json)),
+        evaluators=tuple(json.loads(args.evaluators_json)),
+        evaluation_rules=tuple(json.loads(args.evaluation_rules_json)),
         public_key=args.public_key,
         secret_key=args.secret_key,
         more_keys=tuple((str(public), str(secret)) for public, secret in json.loads(args.more_keys_json)),

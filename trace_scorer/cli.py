@@ -60,7 +60,9 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     backfill = commands.add_parser("backfill", help="score a past window once")
     backfill.add_argument("--config", type=Path, help="settings file (default: ./settings.toml)")
     backfill.add_argument("--target", required=True, help="the configured target to backfill")
-    backfill.add_argument("--from", dest="start", required=True, type=_datetime, help="start (ISO date or time, UTC)")
+    backfill.add_argument(
+        "--from", "--since", dest="start", required=True, type=_datetime, help="start (ISO date or time, UTC)"
+    )
     backfill.add_argument("--to", dest="end", type=_datetime, help="end (default: now)")
 
     compare = commands.add_parser("compare", help="compare runs: is the candidate better than the baseline?")
@@ -90,6 +92,17 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     init.add_argument("--force", action="store_true", help="replace an existing file")
     init.add_argument("--hours", type=float, default=24.0, help="how far back to look at traces (24)")
     init.add_argument("--traces", type=_traces, default=50, metavar="N", help="newest traces looked at (50)")
+
+    langfuse = commands.add_parser("langfuse", help="work with the project's Langfuse: import its evaluation rules")
+    langfuse_commands = langfuse.add_subparsers(dest="langfuse_command", required=True)
+    importer = langfuse_commands.add_parser(
+        "import-evaluators", help="write the project's evaluation rules as targets of a settings file"
+    )
+    importer.add_argument("--config", type=Path, help="settings with the Langfuse connection (default: environment)")
+    importer.add_argument(
+        "--output", type=Path, default=Path("evaluators.toml"), help="the settings file to write (evaluators.toml)"
+    )
+    importer.add_argument("--force", action="store_true", help="replace an existing file")
 
     state = commands.add_parser("state", help="the worker's state: migrate it, import an SQLite state")
     state_commands = state.add_subparsers(dest="state_command", required=True)
@@ -378,6 +391,18 @@ def _run_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_import_evaluators(args: argparse.Namespace) -> int:
+    """``langfuse import-evaluators``: the Langfuse connection from ``--config`` or the environment."""
+    import asyncio
+    import os
+
+    from trace_scorer.config import load_settings
+    from trace_scorer.evaluator_import import import_evaluators
+
+    settings = load_settings(args.config if args.config is not None else Path(os.devnull))
+    return asyncio.run(import_evaluators(settings, args.output, force=args.force))
+
+
 def _load_settings(config: Path | None) -> Settings:
     """The settings of a command that plans its targets: a refused file's problems come with those of its
     targets' plans (unknown metric, KPI naming a missing score), in one run rather than two (issue 23)."""
@@ -442,6 +467,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_check(_worker_settings(args), table_console()))
         if args.command == "state":
             return _run_state(args)
+        if args.command == "langfuse":
+            return _run_import_evaluators(args)
         if args.command == "metrics":
             return _run_metrics(args)
         if args.command == "init":

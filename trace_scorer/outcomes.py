@@ -9,16 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+#: The Langfuse score data types a metric's value can be posted as.
+DataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL"]
 
 
 @dataclass(frozen=True, slots=True)
 class Score:
-    """A value in [0, 1] with a one-line comment (shown in Langfuse) and details (score metadata)."""
+    """A value in [0, 1] with a one-line comment (shown in Langfuse) and details (score metadata).
+
+    ``data_type`` says how Langfuse gets it: NUMERIC the value, BOOLEAN the value as 1/0, CATEGORICAL
+    ``label`` (the category; ``value`` is then its position among the metric's categories).
+    """
 
     value: float
     comment: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)
+    data_type: DataType = "NUMERIC"
+    label: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

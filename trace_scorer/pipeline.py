@@ -259,9 +259,10 @@ class Pipeline:
                 name: output.get(name, Failed(f"{metric.name} returned no result for {name}")) for name in names
             }
         for name, outcome in produced.items():
-            if isinstance(outcome, Score) and not in_range(outcome.value, metric.value_range):
+            bounds = metric.bounds()
+            if isinstance(outcome, Score) and not in_range(outcome.value, bounds):
                 log.error("metric_value_out_of_range", metric=name, subject=subject, value=outcome.value)
-                produced[name] = Failed(f"value {outcome.value!r} is outside {describe_range(metric.value_range)}")
+                produced[name] = Failed(f"value {outcome.value!r} is outside {describe_range(bounds)}")
         return produced
 
 
@@ -276,6 +277,9 @@ def describe_range(bounds: tuple[float | None, float | None]) -> str:
 
 
 def _mean(name: str, outcomes: Sequence[Outcome | None]) -> Outcome:
+    typed = {o.data_type for o in outcomes if isinstance(o, Score) and o.data_type != "NUMERIC"}
+    if typed:  # a run-level mean would be NUMERIC under a name whose score config is BOOLEAN/CATEGORICAL
+        return Skipped(f"{name} is {'/'.join(sorted(typed))}: no run-level mean")
     values = [o.value for o in outcomes if isinstance(o, Score)]
     skipped = sum(isinstance(o, Skipped) for o in outcomes)
     failed = sum(isinstance(o, Failed) for o in outcomes)

@@ -64,6 +64,9 @@ def sample_json(result: SampleResult) -> dict[str, Any]:
         "failed": result.reasons(Failed),
         "notes": sample_notes(result),
     }
+    labels = {name: o.label for name, o in result.outcomes.items() if isinstance(o, Score) and o.label is not None}
+    if labels:  # BOOLEAN and CATEGORICAL scores: what Langfuse gets (the value is the category's position)
+        out["labels"] = labels
     if judged := judge_details(result):  # only judged targets: a deterministic line stays as it was
         out["judges"] = judged
     return out
@@ -110,7 +113,7 @@ def _cell(result: SampleResult | GroupResult, name: str) -> str:
         return SKIPPED_CELL
     if isinstance(outcome, Failed):
         return FAILED_CELL
-    return _number(outcome.value)
+    return outcome.label if outcome.label is not None else _number(outcome.value)
 
 
 def _number(value: float) -> str:
@@ -120,10 +123,14 @@ def _number(value: float) -> str:
 
 
 def _summary_cell(results: Sequence[SampleResult], name: str) -> str:
-    values = [o.value for r in results if isinstance(o := r.outcomes.get(name), Score)]
+    scores = [o for r in results if isinstance(o := r.outcomes.get(name), Score)]
+    values = [o.value for o in scores]
     skipped = sum(isinstance(r.outcomes.get(name), Skipped) for r in results)
     failed = sum(isinstance(r.outcomes.get(name), Failed) for r in results)
     text = _number(sum(values) / len(values)) if values else SKIPPED_CELL
+    if labels := Counter(o.label for o in scores if o.label is not None):  # BOOLEAN, CATEGORICAL: no mean
+        label, count = labels.most_common(1)[0]
+        text = f"{label} {count}/{len(scores)}"
     extras = [f"{skipped} skipped"] * bool(skipped) + [f"{failed} failed"] * bool(failed)
     return f"{text} ({', '.join(extras)})" if extras else text
 

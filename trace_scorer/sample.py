@@ -152,6 +152,9 @@ class Sample(BaseModel):
     total_tokens: int | None = Field(default=None, ge=0)
     total_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: Values for judge-prompt variables (``llm_judge``): JSON path → the value found there, for the
+    #: paths the settings map variables to (extract/variables.py); a path that found nothing is absent.
+    variables: dict[str, Any] = Field(default_factory=dict)
     #: What extraction could not read (shown by ``score``, logged by the worker).
     notes: list[str] = Field(default_factory=list)
 

@@ -24,6 +24,7 @@ from langfuse.api.commons.types.dataset import Dataset
 from langfuse.api.commons.types.dataset_item import DatasetItem
 from langfuse.api.commons.types.observation_level import ObservationLevel
 from langfuse.api.commons.types.score_config import ScoreConfig
+from langfuse.api.datasets.types.paginated_datasets import PaginatedDatasets
 from langfuse.api.experiments.types.experiment_items_response import ExperimentItemsResponse
 from langfuse.api.experiments.types.experiments_response import ExperimentsResponse
 from langfuse.api.health.types.health_response import HealthResponse
@@ -39,7 +40,7 @@ from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 from langfuse.api.scores.types.get_scores_v3response import GetScoresV3Response
 from langfuse.api.scores.types.score_body import ScoreBody
 
-from standins.contract import legacy
+from standins.contract import legacy, unstable
 
 
 class ContractViolation(AssertionError):
@@ -146,8 +147,11 @@ OPERATIONS: tuple[Operation, ...] = (
         answers={200: ScoreConfig},
     ),
     Operation("GET", "/api/public/score-configs/{configId}", answers={200: ScoreConfig}),
+    Operation("GET", "/api/public/v2/datasets", _PAGE, answers={200: PaginatedDatasets}),
     Operation("GET", "/api/public/v2/datasets/{datasetName}", answers={200: Dataset}),
     Operation("GET", "/api/public/dataset-items/{id}", answers={200: DatasetItem}),
+    Operation("GET", "/api/public/unstable/evaluators", _PAGE, answers={200: unstable.Evaluators}, package=False),
+    Operation("GET", "/api/public/unstable/evaluation-rules", _PAGE, answers={200: unstable.Rules}, package=False),
     Operation(
         "GET",
         "/api/public/v2/observations",

@@ -104,6 +104,63 @@ DEFAULT_FINAL_ANSWER_USES_TOOLS = [
 ]
 
 
+#: ``{{ name }}``: a judge prompt's placeholders, as Langfuse's evaluators write them (letters, digits,
+#: ``_``, ``-`` and ``.``; spaces allowed inside). judge/template.py fills them.
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}")
+
+
+def template_variables(template: str) -> tuple[str, ...]:
+    """The variables ``template`` uses, in order of first appearance."""
+    return tuple(dict.fromkeys(match.group(1) for match in PLACEHOLDER.finditer(template)))
+
+
+#: Where an ``llm_judge`` variable is read from when its settings do not map it (Langfuse's evaluators
+#: name their variables this way): the first path that gives a value wins.
+DEFAULT_VARIABLE_PATHS: dict[str, list[str]] = {
+    "input": ["$.trace.input"],
+    "query": ["$.trace.input"],
+    "question": ["$.trace.input"],
+    "output": ["$.trace.output"],
+    "generation": ["$.trace.output"],
+    "answer": ["$.trace.output"],
+    "response": ["$.trace.output"],
+    "expected_output": ["$.expectedOutput"],
+    "ground_truth": ["$.expectedOutput"],
+    "reference": ["$.expectedOutput"],
+    "context": ["$.observations.by_type.RETRIEVER.output", "$.trace.metadata.context"],
+    "metadata": ["$.trace.metadata"],
+    "conversation": ["$.sample.messages"],
+}
+
+
+def judge_variable_paths(options: dict[str, Any]) -> list[str]:
+    """Every path an ``llm_judge`` metric's options may read (its ``variables``, and the defaults for
+    an evaluator whose variables are known only at start-up); paths that do not parse are left to the
+    plan's check, which reports them."""
+    paths: list[str] = []
+    mapped = options.get("variables")
+    if isinstance(mapped, dict):
+        for value in mapped.values():
+            if isinstance(value, str):
+                paths.append(value)
+            elif isinstance(value, list):
+                paths += [v for v in value if isinstance(v, str)]
+    template = options.get("prompt")
+    if options.get("evaluator") is not None:
+        paths += [p for defaults in DEFAULT_VARIABLE_PATHS.values() for p in defaults]
+    elif isinstance(template, str):
+        unmapped = [v for v in template_variables(template) if not isinstance(mapped, dict) or v not in mapped]
+        paths += [p for v in unmapped for p in DEFAULT_VARIABLE_PATHS.get(v, [])]
+    usable = []
+    for path in dict.fromkeys(paths):
+        try:
+            parse_path(path)
+        except ValueError:
+            continue
+        usable.append(path)
+    return usable
+
+
 class ReferenceSettings(StrictModel):
     """Where each reference field of the sample comes from (docs/formats.md, "References")."""
 
@@ -118,3 +175,6 @@ class ReferenceSettings(StrictModel):
     reference_topics: PathList = Field(default_factory=lambda: list(DEFAULT_REFERENCE_TOPICS))
     tool_sequence_matters: PathList = Field(default_factory=lambda: list(DEFAULT_TOOL_SEQUENCE_MATTERS))
     final_answer_uses_tools: PathList = Field(default_factory=lambda: list(DEFAULT_FINAL_ANSWER_USES_TOOLS))
+    #: Paths whose values extraction keeps in ``Sample.variables`` for judge prompts (``llm_judge``): the
+    #: target adds every path its ``llm_judge`` metrics map a variable to (config/targets.py).
+    variables: PathList = Field(default_factory=list)

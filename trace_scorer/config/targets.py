@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Union, cast
 from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, SerializeAsAny, TypeAdapter, model_validator
 
 from trace_scorer.config.common import Duration, ScoreName, StrictModel
-from trace_scorer.config.references import ReferenceSettings
+from trace_scorer.config.references import ReferenceSettings, judge_variable_paths
 from trace_scorer.kpi.base import FormulaOptions
 from trace_scorer.kpi.formulas import FormulaClass, installed_formulas
 from trace_scorer.patterns import SafePattern
@@ -224,7 +224,15 @@ class TargetSettings(StrictModel):
             except ValueError as exc:
                 raise ValueError(f"run_name_pattern: {exc}") from None
         self._check_comparison()
+        self._judge_variables()
         return self
+
+    def _judge_variables(self) -> None:
+        """Extraction keeps the values of the paths the ``llm_judge`` metrics read (Sample.variables)."""
+        paths = [p for m in self.metrics if m.metric == "llm_judge" for p in judge_variable_paths(m.options)]
+        wanted = list(dict.fromkeys([*self.references.variables, *paths]))
+        if wanted != self.references.variables:
+            self.references = self.references.model_copy(update={"variables": wanted})
 
     def _check_comparison(self) -> None:
         """``compare_to``: dataset runs only, a usable pattern, and room for ``delta_`` in every score name."""

@@ -28,6 +28,7 @@ from trace_scorer.extract.rows import (
     trace_order,
 )
 from trace_scorer.extract.tools import output_error, read_tool_observation
+from trace_scorer.extract.variables import observation_view, observations_document, read_variables
 from trace_scorer.plugins import PluginError
 from trace_scorer.sample import Message, Sample, ToolCall, ToolSpec, content_text
 from trace_scorer.times import parse_time
@@ -87,6 +88,11 @@ class _Extraction:
         response = self._response(root, item, conversation.messages, bool(ordered))
         document = self._reference_document(item, root, chosen)
         found, used = read_references(document, self.references, notes)
+        variables: dict[str, Any] = {}
+        if self.references.variables:
+            document["observation"] = observation_view(root) if root is not None else None
+            document["observations"] = observations_document(ordered)
+            variables = read_variables(document, self.references.variables)
         if item is not None:
             describe_unused(document.get("expectedOutput"), used, notes)
 
@@ -119,6 +125,7 @@ class _Extraction:
             total_tokens=facts.total_tokens,
             total_cost=facts.total_cost,
             metadata=dict(root.metadata) if root is not None else {},
+            variables=variables,
             notes=notes.as_list(),
             **found,
         )
@@ -169,9 +176,7 @@ class _Extraction:
         value = observation.input if side == "input" else observation.output
         found = self.reader.read(value, "input" if side == "input" else "output", observation.label())
         if found is None:
-            self.notes.add(
-                f"{observation.label()}: {side} is not in a message format we know ({short(value)})"
-            )
+            self.notes.add(f"{observation.label()}: {side} is not in a message format we know ({short(value)})")
             return None
         for message in found:
             message.order = order

@@ -19,7 +19,8 @@ from trace_scorer.extract.model import Call, Notes, short
 from trace_scorer.extract.toolcalls import read_tool_call
 from trace_scorer.sample import ToolCall
 
-_MISSING = object()
+#: What :func:`resolve` gives for a path that leads nowhere.
+MISSING = _MISSING = object()
 _TRUE = frozenset({"true", "yes", "1"})
 _FALSE = frozenset({"false", "no", "0"})
 

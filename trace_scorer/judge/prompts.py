@@ -243,7 +243,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
 ChatMessage = dict[str, str]
 
 
-def _neutralise(text: str) -> str:
+def neutralise(text: str) -> str:
     """Defence in depth: text in a trace cannot even look like a block fence."""
     return text.replace("<<<", "<<\u2039")
 
@@ -269,7 +269,7 @@ def build_messages(
     unknown = set(data) - set(template.blocks)
     if unknown:
         raise ValueError(f"prompt {template.id!r} has no data block {sorted(unknown)}")
-    clean = {key: _neutralise(value) for key, value in data.items()}
+    clean = {key: neutralise(value) for key, value in data.items()}
     ident = data_id(clean)
     names = _BLOCK_NAMES[language]
     blocks = [

@@ -32,8 +32,13 @@ OBSERVATIONS_V2 = Endpoint("GET", "/api/public/v2/observations")
 EXPERIMENTS = Endpoint("GET", "/api/public/experiments")
 EXPERIMENT_ITEMS = Endpoint("GET", "/api/public/experiment-items")
 DATASET_GET = Endpoint("GET", "/api/public/v2/datasets/{datasetName}")
+#: Every dataset, page/limit: dataset ids → names for `langfuse import-evaluators` (rules filter by id).
+DATASETS_LIST = Endpoint("GET", "/api/public/v2/datasets")
 DATASET_ITEM_GET = Endpoint("GET", "/api/public/dataset-items/{id}")
 SCORES_CREATE = Endpoint("POST", "/api/public/scores")
+#: Langfuse's evaluators and evaluation rules (the unstable API: 4.x; langfuse/evaluators.py).
+EVALUATORS = Endpoint("GET", "/api/public/unstable/evaluators")
+EVALUATION_RULES = Endpoint("GET", "/api/public/unstable/evaluation-rules")
 
 TRACES_LIST = Endpoint("GET", "/api/public/traces", legacy=True)
 TRACE_GET = Endpoint("GET", "/api/public/traces/{traceId}", legacy=True)

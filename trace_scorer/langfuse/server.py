@@ -24,6 +24,8 @@ from dataclasses import dataclass
 BATCH_SCORES_VERSION = (4, 59, 0)
 #: First major version whose scores can name a ``datasetRunId`` (run-level scores).
 RUN_SCORES_MAJOR = 3
+#: First major version serving Langfuse's evaluators and evaluation rules over the (unstable) API.
+EVALUATORS_MAJOR = 4
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -96,6 +98,14 @@ class ServerCapabilities:
     def otlp(self) -> bool:
         """The OTLP endpoint (judge-call tracing): not on 2.x."""
         return not self.is_v2
+
+    @property
+    def evaluators_api(self) -> bool | None:
+        """``/api/public/unstable/evaluators`` and ``/evaluation-rules``: seen on 4.16, absent on 2.95
+        (HTML 404); 3.x is taken to lack them. None: version unknown, ask and read a 404 as absent."""
+        if self.major is None:
+            return None
+        return self.major >= EVALUATORS_MAJOR
 
     def describe(self) -> str:
         return ".".join(map(str, self.version)) if self.version else "unknown"

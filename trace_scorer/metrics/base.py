@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from trace_scorer.config.common import refuse_booleans_for_numbers
-from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
+from trace_scorer.outcomes import DataType, Failed, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 __all__ = [
@@ -72,6 +72,9 @@ class Resources:
 
     judge: Any = None
     embedder: Any = None
+    #: Langfuse's evaluators by name (``llm_judge`` with ``evaluator = "langfuse:NAME"``): a mapping of
+    #: ``judge.definition.JudgeDefinition``, loaded at start-up when a target names one; None: not loaded.
+    evaluators: Any = None
 
 
 OptionsT = TypeVar("OptionsT", bound=MetricOptions)
@@ -116,6 +119,14 @@ class Metric(ABC, Generic[OptionsT]):
     def output_names(self) -> tuple[str, ...]:
         """The score names this metric produces (its configured name unless it returns several)."""
         return (self.name,)
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """The bounds of this configured metric's values: ``value_range`` unless its options set them."""
+        return self.value_range
+
+    def score_type(self) -> tuple[DataType, tuple[str, ...]]:
+        """The Langfuse data type of its scores and, for CATEGORICAL, the categories (value = position)."""
+        return "NUMERIC", ()
 
     def check(self) -> None:
         """Validate this metric against its resources once, at start-up (e.g. judge model names exist).

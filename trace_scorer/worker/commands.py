@@ -28,6 +28,7 @@ from trace_scorer.langfuse import (
     TimeWindow,
 )
 from trace_scorer.langfuse.errors import LangfuseUnusableError
+from trace_scorer.langfuse.evaluators import evaluator_names, load_evaluators
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.plan import AnyMetric, TargetPlan, build_plans
@@ -177,6 +178,10 @@ async def check_langfuse(settings: Settings) -> LangfuseFindings:
     try:
         async with LangfuseClient.failing_fast(settings.langfuse) as client:
             info = await client.connect()
+            names = evaluator_names(settings.targets)
+            if names:  # a missing evaluator or an unmapped variable is a ConfigError naming the key
+                evaluators = await load_evaluators(client.transport, client.capabilities, names)
+                build_plans(settings.targets, resources=Resources(evaluators=evaluators))
             configs = {c.name: c for c in await client.score_configs.list()}
             now = utc_now()
             problems = {t.name: await target_problems(client, t, settings, now) for t in settings.targets}

@@ -15,7 +15,8 @@ from typing import Any
 
 from trace_scorer import __version__
 from trace_scorer.langfuse import ScoreConfigSpec, ScoreSubject, ScoreToPost
-from trace_scorer.metrics.base import Failed, Outcome, Score, Skipped
+from trace_scorer.langfuse.types import ConfigCategory
+from trace_scorer.metrics.base import Failed, Metric, Outcome, Score, Skipped
 from trace_scorer.plan import TargetPlan
 
 #: Details larger than this (as JSON) are left out of the score's metadata, with a note saying so.
@@ -70,11 +71,15 @@ def scores_to_post(
             "details": _details(outcome.details) if outcome.details else None,
             "judge_trace_id": judge_trace_id(outcome.details) if outcome.details else None,
         }
+        value: float | str = float(outcome.value)
+        if outcome.data_type == "CATEGORICAL":
+            value = outcome.label or ""  # an empty category is refused by score validation, not sent
         posts.append(
             ScoreToPost(
                 subject=subject,
                 name=name,
-                value=float(outcome.value),
+                value=value,
+                data_type=outcome.data_type,
                 timestamp=timestamp,
                 comment=(outcome.comment or None) and outcome.comment[:MAX_COMMENT_CHARS],
                 metadata=metadata,
@@ -90,7 +95,7 @@ def config_specs(plan: TargetPlan) -> list[ScoreConfigSpec]:
     weighted sum or an expression may leave [0, 1]."""
     description = f"trace-scorer metric (target {plan.target.name})"
     specs = [
-        ScoreConfigSpec(name, min_value=metric.value_range[0], max_value=metric.value_range[1], description=description)
+        metric_spec(metric, name, description)
         for metric in plan.sample_metrics + plan.group_metrics
         for name in metric.output_names()
     ]
@@ -107,12 +112,35 @@ def config_specs(plan: TargetPlan) -> list[ScoreConfigSpec]:
     return specs
 
 
+def metric_spec(metric: Metric[Any], name: str, description: str) -> ScoreConfigSpec:
+    """The config of one metric score: its data type (BOOLEAN and CATEGORICAL carry their categories,
+    value = position, as Langfuse's configs number them) and, for NUMERIC, its bounds."""
+    data_type, categories = metric.score_type()
+    if data_type == "NUMERIC":
+        low, high = metric.bounds()
+        return ScoreConfigSpec(name, min_value=low, max_value=high, description=description)
+    if data_type == "BOOLEAN":
+        labels: tuple[str, ...] = ("False", "True")
+    else:
+        labels = categories
+    return ScoreConfigSpec(
+        name,
+        data_type=data_type,
+        min_value=None,
+        max_value=None,
+        categories=tuple(ConfigCategory(value=float(i), label=label) for i, label in enumerate(labels)),
+        description=description,
+    )
+
+
 def encode_outcomes(outcomes: Mapping[str, Outcome]) -> str:
     """The compact JSON kept per trace of a dataset run: values and reasons, not details."""
     encoded: dict[str, dict[str, Any]] = {}
     for name, outcome in outcomes.items():
         if isinstance(outcome, Score):
             encoded[name] = {"value": outcome.value}
+            if outcome.data_type != "NUMERIC":  # so the run level knows it has no mean
+                encoded[name].update(type=outcome.data_type, label=outcome.label)
         elif isinstance(outcome, Skipped):
             encoded[name] = {"skipped": outcome.reason}
         else:
@@ -124,7 +152,10 @@ def decode_outcomes(text: str) -> dict[str, Outcome]:
     decoded: dict[str, Outcome] = {}
     for name, entry in json.loads(text).items():
         if "value" in entry:
-            decoded[name] = Score(float(entry["value"]))
+            if entry.get("type") in ("BOOLEAN", "CATEGORICAL"):
+                decoded[name] = Score(float(entry["value"]), data_type=entry["type"], label=entry.get("label"))
+            else:
+                decoded[name] = Score(float(entry["value"]))
         elif "skipped" in entry:
             decoded[name] = Skipped(str(entry["skipped"]))
         else:

@@ -33,6 +33,7 @@ from trace_scorer.langfuse import (
     LangfuseContractError,
     LangfuseError,
 )
+from trace_scorer.langfuse.evaluators import evaluator_names, load_evaluators, read_evaluator_paths
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.ops.health import Health
@@ -153,6 +154,11 @@ async def open_context(
             server_version=info.server_version,
             reason="this Langfuse has no OTLP endpoint: judge calls cannot be recorded (set judge.tracing = false)",
         )
+    evaluators = evaluator_names(settings.targets)
+    if evaluators:  # Langfuse's evaluators by name: read now, and the plans built again to check them
+        resources.evaluators = await load_evaluators(client.transport, client.capabilities, evaluators)
+        read_evaluator_paths(settings.targets, resources.evaluators)
+        plans = {plan.target.name: plan for plan in build_plans(settings.targets, resources=resources)}
     specs = {spec.name: spec for plan in plans.values() for spec in config_specs(plan)}
     await client.ensure_score_configs(list(specs.values()))
 
@@ -382,9 +388,7 @@ async def start_single(settings: Settings, stack: AsyncExitStack, ops: Ops, stop
     return Worker(await open_context(settings, stack, ops=ops), stop=stop)
 
 
-async def run_worker(
-    settings: Settings, *, retry_start_every: float = 30.0, start: StartWorker = start_single
-) -> int:
+async def run_worker(settings: Settings, *, retry_start_every: float = 30.0, start: StartWorker = start_single) -> int:
     """The ``run`` command: returns the exit code. ``start``: the single worker, or a replica of a fleet
     (``trace_scorer.distributed``).
 

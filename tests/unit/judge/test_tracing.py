@@ -147,16 +147,12 @@ async def test_judge_calls_arrive_as_generations(
         ['{"reasoning": "x", "verdict": "maybe"}', verdict(1, "says Monday"), verdict(0, "no date")]
     )
     invalid = [g for g in generations if "langfuse.observation.metadata.invalid" in g["attributes"]]
-    assert (
-        len(invalid) == 1 and "verdict" in invalid[0]["attributes"]["langfuse.observation.metadata.invalid"]
-    )
+    assert len(invalid) == 1 and "verdict" in invalid[0]["attributes"]["langfuse.observation.metadata.invalid"]
     priced = [g for g in generations if g["attributes"]["langfuse.observation.model.name"] == "a"]
     for generation in priced:
         cost = json.loads(generation["attributes"]["langfuse.observation.cost_details"])
         assert cost["total"] == pytest.approx((100 * 1.0 + 20 * 2.0) / 1e6)
-    assert not any(
-        "langfuse.observation.cost_details" in g["attributes"] for g in generations if g not in priced
-    )
+    assert not any("langfuse.observation.cost_details" in g["attributes"] for g in generations if g not in priced)
 
 
 async def test_failed_calls_are_recorded_as_errors(
@@ -176,9 +172,7 @@ async def test_failed_calls_are_recorded_as_errors(
     await judge.aclose()
     (root,) = receiver.by_type("evaluator")
     assert outcome.details["judge_trace_id"] == root["trace_id"]
-    assert (
-        "all 2 judge models failed" in json.loads(root["attributes"]["langfuse.observation.output"])["failed"]
-    )
+    assert "all 2 judge models failed" in json.loads(root["attributes"]["langfuse.observation.output"])["failed"]
     generations = receiver.by_type("generation")
     assert len(generations) == 2
     for generation in generations:
@@ -195,3 +189,36 @@ async def test_tracing_off_by_default_offline(llm: ScriptedLLM, receiver: OtlpRe
     await judge.aclose()
     assert isinstance(outcome, Score) and "judge_trace_id" not in outcome.details
     assert receiver.spans == []
+
+
+async def test_a_categorical_judge_trace_shows_the_category(
+    llm: ScriptedLLM, receiver: OtlpReceiver, sleeps: SleepRecorder
+) -> None:
+    from trace_scorer.metrics.llm_judge import LLMJudge
+    from trace_scorer.sample import Sample
+
+    llm.on("a", json.dumps({"reasoning": "kind words", "score": "warm"}))
+    llm.on("b", json.dumps({"reasoning": "polite", "score": "warm"}))
+    public_key = f"pk-lf-{uuid.uuid4().hex}"
+    judge = build_judge(
+        traced_settings(receiver, public_key), tracing_default=True, environ={"P_KEY": "k"}, sleep=sleeps
+    )
+    assert judge is not None
+    metric = make_metric(
+        LLMJudge,
+        judge,
+        "tone",
+        prompt="{{output}}",
+        output={"data_type": "CATEGORICAL", "categories": ["cold", "warm"]},
+    )
+    sample = Sample(id="s", trace_id="scored-trace-2", variables={"$.trace.output": "Thanks so much!"})
+    outcome = await metric.score(sample, {})
+    await judge.aclose()
+
+    assert isinstance(outcome, Score) and (outcome.label, outcome.value) == ("warm", 1.0)
+    (root,) = receiver.by_type("evaluator")
+    assert json.loads(root["attributes"]["langfuse.observation.output"]) == {
+        "value": "warm",
+        "comment": outcome.comment,
+    }
+    assert len(receiver.by_type("generation")) == 2
