@@ -157,6 +157,10 @@ class Scenario:
     #: made when served (issue #22: an agent logging whole files).
     huge_row_trace: int | None = None
     huge_row_bytes: int = 0
+    #: Production traces per chat session: consecutive production traces (by index) share a ``sessionId``,
+    #: one trace per turn, as the SDK integrations record a chat application (the session id on every
+    #: observation of the trace). 0: each trace a session of its own.
+    session_turns: int = 0
 
     def __post_init__(self) -> None:
         unknown = set(self.formats) - set(RENDERERS)
@@ -625,7 +629,7 @@ class Corpus:
             header.start,
             environment=header.environment,
             user_id=user,
-            session_id=f"chat-{hex_id(header.trace_id, 6)}",
+            session_id=self.session_of(header),
             tags=tags,
             release="v1.4.2",
             trace_name=task.trace_name,
@@ -879,6 +883,21 @@ class Corpus:
     def production_headers(self) -> Iterator[TraceHeader]:
         for i in range(len(self.production)):
             yield self.production.header(i)
+
+    def session_of(self, header: TraceHeader) -> str:
+        """The trace's ``sessionId`` (see ``Scenario.session_turns``)."""
+        turns = self.scenario.session_turns
+        if turns > 0 and header.source == "production":
+            return f"chat-{self.scenario.seed}-{header.index // turns:05d}"
+        return f"chat-{hex_id(header.trace_id, 6)}"
+
+    def expected_sessions(self, environment: str = "production") -> dict[str, list[str]]:
+        """Session id → trace ids (in start order) of the backlog's production traces in ``environment``."""
+        sessions: dict[str, list[str]] = {}
+        for header in (self.production.header(i) for i in range(self.scenario.traces)):
+            if header.environment == environment:
+                sessions.setdefault(self.session_of(header), []).append(header.trace_id)
+        return sessions
 
     def expected_scored(self, environment: str = "production") -> list[str]:
         """Trace ids of the backlog's production traces in ``environment`` (the live ones excluded)."""

@@ -70,13 +70,18 @@ def scores_to_post(
             "details": _details(outcome.details) if outcome.details else None,
             "judge_trace_id": judge_trace_id(outcome.details) if outcome.details else None,
         }
+        comment = (outcome.comment or None) and outcome.comment[:MAX_COMMENT_CHARS]
+        if subject.session_id is not None:
+            metadata["session_id"] = subject.session_id
+            if subject.trace_id is not None:  # on a trace of the session (2.x, which drops score metadata)
+                comment = f"session {subject.session_id}: {comment or ''}"[:MAX_COMMENT_CHARS]
         posts.append(
             ScoreToPost(
                 subject=subject,
                 name=name,
                 value=float(outcome.value),
                 timestamp=timestamp,
-                comment=(outcome.comment or None) and outcome.comment[:MAX_COMMENT_CHARS],
+                comment=comment,
                 metadata=metadata,
                 environment=score_environment(environment),
             )
