@@ -104,6 +104,7 @@ V3_ONLY = {
     ("GET", "/api/public/traces"),
     ("GET", "/api/public/observations"),
     ("GET", "/api/public/traces/{traceId}"),
+    ("GET", "/api/public/sessions/{sessionId}"),
     ("GET", "/api/public/datasets/{datasetName}/runs"),
     ("GET", "/api/public/dataset-run-items"),
     ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"),
@@ -415,6 +416,7 @@ class LangfuseApp(StandinApp):
             ("POST", "/api/public/ingestion"): self._ingestion,
             ("GET", "/api/public/traces"): self._traces,
             ("GET", "/api/public/traces/{traceId}"): self._trace,
+            ("GET", "/api/public/sessions/{sessionId}"): self._session,
             LEGACY_OBSERVATIONS: self._legacy_observations,
             ("GET", "/api/public/datasets/{datasetName}/runs"): self._runs,
             ("GET", "/api/public/dataset-run-items"): self._run_items,
@@ -1229,6 +1231,23 @@ class LangfuseApp(StandinApp):
         trace["observations"] = [shape(row) for row in seen.values()]
         trace["scores"] = []
         return 200, trace
+
+    def _session(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        """``GET /sessions/{id}`` (legacy servers; 404 in v4 ``events_only``): the session's traces, all of
+        them (not paged), oldest first; 404 when no visible trace names it."""
+        now = self.clock_now()
+        traces = []
+        for header in reversed(list(self._headers_desc(None, now))):
+            root = self.corpus.root_record(header)
+            if root.row.get("sessionId") != params["sessionId"]:
+                continue
+            trace = self._v3_trace(root, header, now, {"io"})
+            if trace is not None:
+                traces.append(trace)
+        if not traces:
+            raise _Reply(404, f"Session {params['sessionId']} not found")
+        session = {"id": params["sessionId"], "createdAt": traces[0]["timestamp"], "projectId": PROJECT_ID}
+        return 200, {**session, "environment": traces[0].get("environment") or "default", "traces": traces}
 
     def _legacy_observations(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
         """``GET /observations`` (v1) as 3.x (ClickHouse) and 2.x (PostgreSQL) serve it, the harsher way

@@ -209,6 +209,17 @@ class TraceWithFullDetails(Trace):
     deprecation: Deprecation | None = Field(None, alias="_deprecation")
 
 
+class SessionWithTraces(Shape):
+    """``GET /api/public/sessions/{sessionId}`` (legacy servers): the session and all its traces, unpaged."""
+
+    id: str
+    created_at: Timestamp
+    project_id: str
+    environment: str | None = None
+    traces: list[Trace]
+    deprecation: Deprecation | None = Field(None, alias="_deprecation")
+
+
 # --- dataset runs -----------------------------------------------------------------------------------
 
 

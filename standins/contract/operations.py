@@ -272,6 +272,13 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "GET",
+        "/api/public/sessions/{sessionId}",
+        {},
+        answers={200: legacy.SessionWithTraces},
+        package=False,
+    ),
+    Operation(
+        "GET",
         "/api/public/observations",
         {
             **_PAGE,
