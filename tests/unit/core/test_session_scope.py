@@ -110,3 +110,22 @@ def test_on_a_trace_the_comment_names_the_session() -> None:
     assert on_trace.metadata is not None and on_trace.metadata["session_id"] == "chat-1"
     [on_session] = scores_to_post(plan, outcomes, ScoreSubject.session("chat-1"), NOW)
     assert on_session.comment == "2.0 s"
+
+
+def test_the_shipped_session_example_is_a_valid_target() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from trace_scorer.config.targets import TargetSettings
+    from trace_scorer.plan import build_plan
+
+    text = (Path(__file__).resolve().parents[3] / "settings.toml").read_text()
+    start = text.index('# [[targets]]\n# name = "sessions"')
+    block = []
+    for line in text[start:].splitlines():
+        if not line.startswith("#"):
+            break
+        block.append(line.removeprefix("#").removeprefix(" "))
+    target = TargetSettings.model_validate(tomllib.loads("\n".join(block))["targets"][0])
+    assert target.scope == "session" and target.session_quiet == 900.0
+    assert [m.metric for m in build_plan(target).target.metrics] == ["agent_goal_accuracy", "tool_errors"]
