@@ -397,7 +397,7 @@ def _refuse_fleet_scopes(settings: Settings) -> None:
     for index, target in enumerate(settings.targets):
         if target.scope == "session":
             raise ConfigError(
-                f"targets.{index}.scope: {target.name!r} has scope = 'session', which the single worker runs; "
+                f"targets[{index}].scope: {target.name!r} has scope = 'session', which the single worker runs; "
                 "a fleet ([state] url) does not (run it as a worker of its own, with a SQLite state)"
             )
 

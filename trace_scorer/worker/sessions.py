@@ -168,9 +168,9 @@ class SessionSource(TraceSource):
         return todo, hold
 
     async def session_roots(self, session_id: str, listed: Sequence[TraceRoot], now: datetime) -> list[TraceRoot]:
-        """Every trace of the session (the target's filter and the session's id), oldest first; the
-        listed ones when the read finds none of them (a server that ignored the condition is re-checked
-        by ``root_matches``)."""
+        """Every trace of the session, oldest first: one listing with the target's filter and the session's
+        id over ``max_session_duration`` before the first trace listed, up to now (conditions a server
+        ignores are re-checked by ``root_matches``), merged with the traces listed."""
         start = min(r.start_time for r in listed) - timedelta(seconds=self.target.max_session_duration)
         end = max(now, max(r.start_time for r in listed)) + timedelta(milliseconds=1)
         found = await self.client.reads.list_roots(TimeWindow(start, end), replace(self.filter, session_id=session_id))

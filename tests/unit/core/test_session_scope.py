@@ -129,3 +129,20 @@ def test_the_shipped_session_example_is_a_valid_target() -> None:
     target = TargetSettings.model_validate(tomllib.loads("\n".join(block))["targets"][0])
     assert target.scope == "session" and target.session_quiet == 900.0
     assert [m.metric for m in build_plan(target).target.metrics] == ["agent_goal_accuracy", "tool_errors"]
+
+
+def test_a_fleet_refuses_a_session_target_at_start_up_naming_the_key(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trace_scorer import cli
+
+    config = tmp_path / "settings.toml"
+    config.write_text(
+        "[state]\nurl = 'postgresql://scorer@127.0.0.1:1/nowhere'\n"
+        "[[targets]]\nname = 'chats'\nscope = 'session'\n[[targets.metrics]]\nmetric = 'latency'\n"
+    )
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", "pk-lf-x")
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-x")
+    assert cli.main(["run", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "targets[0].scope" in err and "'chats'" in err

@@ -121,3 +121,26 @@ def test_references_are_read_from_the_last_turn_as_for_a_trace(make_row: RowMake
 def test_no_rows_is_an_empty_sample_with_a_note() -> None:
     sample = extract_session([], session_id="s")
     assert sample.id == "s" and sample.messages is None and sample.notes
+
+
+def test_the_reference_free_checks_score_a_session_as_they_score_a_trace(make_row: RowMaker) -> None:
+    import asyncio
+
+    from trace_scorer.config.targets import TargetSettings
+    from trace_scorer.metrics.base import Score
+    from trace_scorer.pipeline import Pipeline
+    from trace_scorer.plan import build_plan
+
+    checks = ["tool_call_validity", "tool_errors", "tool_loops", "answer_completeness", "latency", "total_tokens"]
+    checks += ["tool_call_count"]
+    target = TargetSettings.model_validate({"name": "s", "metrics": [{"metric": m} for m in checks]})
+    pipeline = Pipeline(build_plan(target))
+    result = asyncio.run(pipeline.score_sample(extract_session(chat(make_row), session_id="chat-1")))
+    values = {name: o.value for name, o in result.outcomes.items() if isinstance(o, Score)}
+    assert values["tool_call_count"] == 2  # one call a turn, the first turn's not counted again in the second
+    assert values["tool_loops"] == 0  # Paris then Rome: not a repeat
+    assert values["answer_completeness"] == 1  # the last turn's answer
+    assert values["total_tokens"] == 15 and values["latency"] == 1.0
+    assert "tool_errors" in values
+    # No turn declared its tools: validity cannot be judged (skipped with a reason, not scored on a guess).
+    assert "tool_call_validity" not in values
