@@ -10,8 +10,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 
 from standins.generate import Corpus
+from tests.support.langfuse_client import MakeClient
 from tests.support.standin_fixtures import StartLangfuse
 from tests.support.standins import END, small_scenario
 
@@ -104,3 +106,22 @@ def test_2_95_refuses_a_score_without_trace_id_per_event(start_lf: StartLangfuse
         assert [e["id"] for e in body["errors"]] == ["e1"] and body["errors"][0]["status"] == 400
         assert "traceId" in str(body["errors"][0])
         assert [s["id"] for s in body["successes"]] == ["e2"]
+
+
+@pytest.mark.parametrize("version", ["4.16.0", "2.95.12"])
+async def test_check_tries_the_session_listing_and_finds_it_served(
+    start_lf: StartLangfuse, client_for: MakeClient, version: str
+) -> None:
+    from trace_scorer.config.settings import Settings
+    from trace_scorer.config.targets import TargetSettings
+    from trace_scorer.worker.commands import target_problems
+
+    lf = start_lf(version=version, scenario=scenario())
+    client = client_for(lf)
+    await client.connect()
+    target = TargetSettings.model_validate({"name": "chats", "scope": "session", "metrics": [{"metric": "latency"}]})
+    settings = Settings.model_validate({"targets": [target.model_dump()]})
+    before = lf.count("GET /api/public/v2/observations") + lf.count("GET /api/public/traces")
+    assert await target_problems(client, target, settings, END_TIME) == []
+    after = lf.count("GET /api/public/v2/observations") + lf.count("GET /api/public/traces")
+    assert after - before == 2  # the window's traces, then a session's
