@@ -125,3 +125,33 @@ async def test_check_tries_the_session_listing_and_finds_it_served(
     assert await target_problems(client, target, settings, END_TIME) == []
     after = lf.count("GET /api/public/v2/observations") + lf.count("GET /api/public/traces")
     assert after - before == 2  # the window's traces, then a session's
+
+
+def test_a_generated_turn_resends_the_earlier_turns_and_a_session_sample_reads_each_once() -> None:
+    import json
+
+    from standins.langfuse_query import project
+    from trace_scorer.extract import extract_session
+    from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
+
+    chat = small_scenario(traces=8, session_turns=4, duplicate_rate=0.0, datasets=(), formats=("openai_chat",))
+    corpus = Corpus(chat)
+    session_id, trace_ids = next(iter(corpus.expected_sessions().items()))
+    rendered = []
+    for trace_id in trace_ids:
+        header = corpus.find(trace_id)
+        assert header is not None
+        rendered.append(corpus.render(header))
+    questions = [r.task.question for r in rendered if r.task is not None]
+    assert len(questions) == 4
+    # The third turn's first generation sends the first two turns (question and answer) after the system prompt.
+    third = next(json.loads(row.row["input"]) for row in rendered[2].records if row.row["type"] == "GENERATION")
+    users = [m["content"] for m in third["messages"] if m["role"] == "user"]
+    assert users == questions[:3]
+
+    rows = [project(record.row, BODY_FIELDS) for r in rendered for record in r.records]
+    sample = extract_session(rows, session_id=session_id)
+    assert sample.messages is not None
+    assert [m.content for m in sample.messages if m.role == "user"] == questions
+    last = rendered[-1].task
+    assert last is not None and sample.response == (last.answer or "")
