@@ -146,3 +146,21 @@ def test_a_fleet_refuses_a_session_target_at_start_up_naming_the_key(
     assert cli.main(["run", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert "targets[0].scope" in err and "'chats'" in err
+
+
+def test_a_sessions_traces_are_asked_by_its_id_in_every_form_the_server_reads() -> None:
+    import json
+
+    from trace_scorer.langfuse import TimeWindow, TraceFilter
+    from trace_scorer.langfuse.filters import root_matches, v3_traces_query, v4_root_query
+
+    window = TimeWindow(NOW - timedelta(days=1), NOW)
+    session = TraceFilter(exclude_environments=("trace-scorer",), session_id="chat-1")
+    v4 = v4_root_query(window, session)
+    assert v4["session_id"] == "chat-1"
+    condition = {"type": "string", "column": "sessionId", "operator": "=", "value": "chat-1"}
+    assert condition in json.loads(v4["filter"])  # the filter replaces the simple parameters when present
+    v3 = v3_traces_query(window, session)
+    assert v3["sessionId"] == "chat-1" and condition in json.loads(str(v3["filter"]))
+    assert root_matches(root("a", 60, 50), TraceFilter(session_id="s"))
+    assert not root_matches(root("a", 60, 50), TraceFilter(session_id="other"))
