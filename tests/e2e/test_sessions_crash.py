@@ -22,7 +22,11 @@ NAMES = ("latency", "tool_call_count", "polite")
 
 @pytest.mark.parametrize(
     ("version", "post_route"),
-    [("4.16.0", "POST /api/public/ingestion"), ("2.95.12", "POST /api/public/ingestion")],
+    [
+        ("4.16.0", "POST /api/public/ingestion"),
+        ("4.60.0", "POST /api/public/scores"),
+        ("2.95.12", "POST /api/public/ingestion"),
+    ],
 )
 def test_kill_9_mid_session_run_then_restart_scores_every_session_exactly_once(
     start_run: StartRun, version: str, post_route: str
