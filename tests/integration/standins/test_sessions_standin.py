@@ -155,3 +155,21 @@ def test_a_generated_turn_resends_the_earlier_turns_and_a_session_sample_reads_e
     assert [m.content for m in sample.messages if m.role == "user"] == questions
     last = rendered[-1].task
     assert last is not None and sample.response == (last.answer or "")
+
+
+def test_2_95_lists_sessions_by_creation_and_4_16_answers_404(start_lf: StartLangfuse) -> None:
+    sessions = Corpus(scenario()).expected_sessions()
+    old = start_lf(version="2.95.12", scenario=scenario())
+    window = {"fromTimestamp": z(END_TIME - timedelta(days=1)), "toTimestamp": z(END_TIME + timedelta(hours=1))}
+    with http(old) as client:
+        answer = client.get("/api/public/sessions", params={**window, "limit": 4})
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["meta"]["totalItems"] == len(sessions) and body["meta"]["totalPages"] == 2
+        second = client.get("/api/public/sessions", params={**window, "limit": 4, "page": 2}).json()
+        listed = [s["id"] for s in body["data"] + second["data"]]
+        assert listed == list(reversed(list(sessions)))  # newest first
+    new = start_lf(version="4.16.0", scenario=scenario())
+    with http(new) as client:
+        answer = client.get("/api/public/sessions", params=window)
+        assert answer.status_code == 404 and "events_only" in answer.text
