@@ -62,6 +62,27 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TENANTS = ("acme", "globex", "initech", "umbrella")
 
 
+def _with_history(rows: list[dict[str, Any]], history: list[dict[str, Any]]) -> None:
+    """Earlier turns put into every generation whose input is chat messages (a list of ``role`` objects,
+    alone or as ``messages``), after its system messages, as a chat application sends its history; other
+    message shapes (LangChain, Gemini, OTel parts…) are left as they are."""
+    for row in rows:
+        if row.get("type") != "GENERATION" or not isinstance(row.get("input"), str):
+            continue
+        try:
+            value = json.loads(row["input"])
+        except ValueError:
+            continue
+        messages = value.get("messages") if isinstance(value, dict) else value
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
+            continue
+        system = 0
+        while system < len(messages) and messages[system].get("role") == "system":
+            system += 1
+        messages[system:system] = history
+        row["input"] = json.dumps(value, ensure_ascii=False)
+
+
 def _ms(moment: datetime) -> datetime:
     """Cut to whole milliseconds, as Langfuse's times are (a trace starts when its root row says)."""
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
@@ -157,6 +178,10 @@ class Scenario:
     #: made when served (issue #22: an agent logging whole files).
     huge_row_trace: int | None = None
     huge_row_bytes: int = 0
+    #: Production traces per chat session: consecutive production traces (by index) share a ``sessionId``,
+    #: one trace per turn, as the SDK integrations record a chat application (the session id on every
+    #: observation of the trace). 0: each trace a session of its own.
+    session_turns: int = 0
 
     def __post_init__(self) -> None:
         unknown = set(self.formats) - set(RENDERERS)
@@ -625,7 +650,7 @@ class Corpus:
             header.start,
             environment=header.environment,
             user_id=user,
-            session_id=f"chat-{hex_id(header.trace_id, 6)}",
+            session_id=self.session_of(header),
             tags=tags,
             release="v1.4.2",
             trace_name=task.trace_name,
@@ -633,6 +658,8 @@ class Corpus:
         )
         RENDERERS[header.format](task, builder, r)
         rows = builder.rows
+        if header.source == "production" and s.session_turns > 1 and header.index % s.session_turns:
+            _with_history(rows, self._history(header))
         root_meta: dict[str, Any] = {"tenant": r.choice(TENANTS), "format": header.format}
         if header.experiment is None and r.random() < s.topics_rate:
             root_meta["reference_topics"] = task.topics
@@ -879,6 +906,35 @@ class Corpus:
     def production_headers(self) -> Iterator[TraceHeader]:
         for i in range(len(self.production)):
             yield self.production.header(i)
+
+    def _history(self, header: TraceHeader) -> list[dict[str, Any]]:
+        """The earlier turns of the trace's session as a chat application resends them: each turn's
+        question and final answer (``Scenario.session_turns``)."""
+        turns = self.scenario.session_turns
+        messages: list[dict[str, Any]] = []
+        for index in range(header.index - header.index % turns, header.index):
+            earlier = self.production.header(index)
+            task, _, _ = self._task_for(earlier, random.Random(f"{self.scenario.seed}:trace:{earlier.trace_id}"))
+            messages += [
+                {"role": "user", "content": task.question},
+                {"role": "assistant", "content": task.answer or ""},
+            ]
+        return messages
+
+    def session_of(self, header: TraceHeader) -> str:
+        """The trace's ``sessionId`` (see ``Scenario.session_turns``)."""
+        turns = self.scenario.session_turns
+        if turns > 0 and header.source == "production":
+            return f"chat-{self.scenario.seed}-{header.index // turns:05d}"
+        return f"chat-{hex_id(header.trace_id, 6)}"
+
+    def expected_sessions(self, environment: str = "production") -> dict[str, list[str]]:
+        """Session id → trace ids (in start order) of the backlog's production traces in ``environment``."""
+        sessions: dict[str, list[str]] = {}
+        for header in (self.production.header(i) for i in range(self.scenario.traces)):
+            if header.environment == environment:
+                sessions.setdefault(self.session_of(header), []).append(header.trace_id)
+        return sessions
 
     def expected_scored(self, environment: str = "production") -> list[str]:
         """Trace ids of the backlog's production traces in ``environment`` (the live ones excluded)."""

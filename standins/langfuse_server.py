@@ -114,6 +114,8 @@ V3_ONLY = {
     ("GET", "/api/public/traces"),
     ("GET", "/api/public/observations"),
     ("GET", "/api/public/traces/{traceId}"),
+    ("GET", "/api/public/sessions"),
+    ("GET", "/api/public/sessions/{sessionId}"),
     ("GET", "/api/public/datasets/{datasetName}/runs"),
     ("GET", "/api/public/dataset-run-items"),
     ("GET", "/api/public/datasets/{datasetName}/runs/{runName}"),
@@ -442,6 +444,8 @@ class LangfuseApp(StandinApp):
             ("POST", "/api/public/ingestion"): self._ingestion,
             ("GET", "/api/public/traces"): self._traces,
             ("GET", "/api/public/traces/{traceId}"): self._trace,
+            ("GET", "/api/public/sessions"): self._sessions,
+            ("GET", "/api/public/sessions/{sessionId}"): self._session,
             LEGACY_OBSERVATIONS: self._legacy_observations,
             ("GET", "/api/public/datasets/{datasetName}/runs"): self._runs,
             ("GET", "/api/public/dataset-run-items"): self._run_items,
@@ -1354,6 +1358,50 @@ class LangfuseApp(StandinApp):
         trace["observations"] = [shape(row) for row in seen.values()]
         trace["scores"] = []
         return 200, trace
+
+    def _sessions(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
+        """``GET /sessions`` (legacy servers; 404 in v4 ``events_only``): sessions created (their first
+        visible trace) in ``[fromTimestamp, toTimestamp)``, newest first, page/limit."""
+        params = request.query()
+        page, limit = _int(params, "page", 1), _int(params, "limit", 50, 100)
+        low, high = q.parse_time(q.one(params, "fromTimestamp")), q.parse_time(q.one(params, "toTimestamp"))
+        environments = params.get("environment") or []
+        now = self.clock_now()
+        first: dict[str, dict[str, Any]] = {}
+        for header in self._headers_desc(None, now):  # newest first: the last one seen is the first trace
+            root = self.corpus.root_record(header)
+            session_id = root.row.get("sessionId")
+            trace = self._v3_trace(root, header, now, set()) if session_id else None
+            if trace is not None:
+                first[session_id] = trace
+        rows = [
+            {"id": sid, "createdAt": t["timestamp"], "projectId": PROJECT_ID, "environment": t["environment"]}
+            for sid, t in first.items()
+            if (low is None or datetime.fromisoformat(t["timestamp"]) >= low)
+            and (high is None or datetime.fromisoformat(t["timestamp"]) < high)
+            and (not environments or t["environment"] in environments)
+        ]
+        rows.sort(key=lambda r: (r["createdAt"], r["id"]), reverse=True)
+        total = len(rows)
+        meta = {"page": page, "limit": limit, "totalItems": total, "totalPages": -(-total // limit)}
+        return 200, {"data": rows[(page - 1) * limit : page * limit], "meta": meta}
+
+    def _session(self, request: Request, params: dict[str, str]) -> tuple[int, Any]:
+        """``GET /sessions/{id}`` (legacy servers; 404 in v4 ``events_only``): the session's traces, all of
+        them (not paged), oldest first; 404 when no visible trace names it."""
+        now = self.clock_now()
+        traces = []
+        for header in reversed(list(self._headers_desc(None, now))):
+            root = self.corpus.root_record(header)
+            if root.row.get("sessionId") != params["sessionId"]:
+                continue
+            trace = self._v3_trace(root, header, now, {"io"})
+            if trace is not None:
+                traces.append(trace)
+        if not traces:
+            raise _Reply(404, f"Session {params['sessionId']} not found")
+        session = {"id": params["sessionId"], "createdAt": traces[0]["timestamp"], "projectId": PROJECT_ID}
+        return 200, {**session, "environment": traces[0].get("environment") or "default", "traces": traces}
 
     def _legacy_observations(self, request: Request, _: dict[str, str]) -> tuple[int, Any]:
         """``GET /observations`` (v1) as 3.x (ClickHouse) and 2.x (PostgreSQL) serve it, the harsher way

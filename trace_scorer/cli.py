@@ -423,6 +423,19 @@ def _worker_settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def _refuse_fleet_scopes(settings: Settings) -> None:
+    """A fleet cuts windows into batches of traces (distributed/windows.py): a session spans windows and
+    batches, so ``scope = "session"`` runs in the single worker only."""
+    from trace_scorer.config import ConfigError
+
+    for index, target in enumerate(settings.targets):
+        if target.scope == "session":
+            raise ConfigError(
+                f"targets[{index}].scope: {target.name!r} has scope = 'session', which the single worker runs; "
+                "a fleet ([state] url) does not (run it as a worker of its own, with a SQLite state)"
+            )
+
+
 def _run(settings: Settings) -> int:
     """``run``: the single worker, or — with ``[state] url`` — one replica of a fleet sharing the work."""
     import asyncio
@@ -431,6 +444,7 @@ def _run(settings: Settings) -> int:
 
     if settings.state.postgres_url is None:
         return asyncio.run(run_worker(settings))
+    _refuse_fleet_scopes(settings)
     from trace_scorer.distributed.fleet import start_replica  # loads procrastinate only when used
 
     return asyncio.run(run_worker(settings, start=start_replica))

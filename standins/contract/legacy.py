@@ -209,6 +209,32 @@ class TraceWithFullDetails(Trace):
     deprecation: Deprecation | None = Field(None, alias="_deprecation")
 
 
+class Session(Shape):
+    """A row of ``GET /api/public/sessions`` (legacy servers)."""
+
+    id: str
+    created_at: Timestamp
+    project_id: str
+    environment: str | None = None
+
+
+class Sessions(Page):
+    """``GET /api/public/sessions``."""
+
+    data: list[Session]
+
+
+class SessionWithTraces(Shape):
+    """``GET /api/public/sessions/{sessionId}`` (legacy servers): the session and all its traces, unpaged."""
+
+    id: str
+    created_at: Timestamp
+    project_id: str
+    environment: str | None = None
+    traces: list[Trace]
+    deprecation: Deprecation | None = Field(None, alias="_deprecation")
+
+
 # --- dataset runs -----------------------------------------------------------------------------------
 
 

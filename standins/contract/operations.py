@@ -294,6 +294,20 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "GET",
+        "/api/public/sessions",
+        {**_PAGE, "fromTimestamp": DATETIME, "toTimestamp": DATETIME, "environment": TEXTS},
+        answers={200: legacy.Sessions},
+        package=False,
+    ),
+    Operation(
+        "GET",
+        "/api/public/sessions/{sessionId}",
+        {},
+        answers={200: legacy.SessionWithTraces},
+        package=False,
+    ),
+    Operation(
+        "GET",
         "/api/public/observations",
         {
             **_PAGE,

@@ -157,6 +157,9 @@ class TargetSettings(StrictModel):
     #: scope = "session": a session is scored once no trace of it started or ended for this long; it is
     #: scored again (an overwrite, same score ids) when it grows afterwards.
     session_quiet: Duration = 600.0
+    #: scope = "session": the longest a session lasts; its traces are read this far before the newest
+    #: one listed (an older trace of a longer session is left out of its sample).
+    max_session_duration: Duration = 86400.0
     observations: ObservationFilterSettings = Field(default_factory=ObservationFilterSettings)
 
     # -- when is work ready, and how far back to look ------------------------------------------------

@@ -11,6 +11,7 @@ import contextlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from trace_scorer.config.references import ReferenceSettings
@@ -58,27 +59,64 @@ def extract_sample(
         return Sample(id=fallback or "", trace_id=fallback, notes=notes.as_list())
 
 
+def extract_session(
+    rows: Iterable[Mapping[str, Any]], *, session_id: str, references: ReferenceSettings | None = None
+) -> Sample:
+    """The Sample of one session: the rows of all its traces read as one conversation, the traces in
+    the order they started (each trace's root is a top-level observation of the walk), so history a
+    turn's generation repeats is read once and tool calls are counted once across turns. The last
+    trace's root gives the response, the metadata and the references' ``trace``; tokens and cost are
+    the session's totals, latency the sum of its traces' (the user's time between turns left out)."""
+    notes = Notes()
+    try:
+        return _Extraction(notes, references or _DEFAULT_REFERENCES).run(rows, None, None, session_id=session_id)
+    except PluginError:
+        raise
+    except Exception as exc:  # never raises on data, as extract_sample
+        notes.add(f"extraction failed ({type(exc).__name__}: {short(str(exc), 100)}); sample left empty")
+        return Sample(id=session_id, notes=notes.as_list())
+
+
 class _Extraction:
     def __init__(self, notes: Notes, references: ReferenceSettings) -> None:
         self.notes = notes
         self.references = references
         self.reader = MessageReader(notes)
 
-    def run(self, rows: Iterable[Any], item: Mapping[str, Any] | None, trace_id: str | None) -> Sample:
+    def run(
+        self,
+        rows: Iterable[Any],
+        item: Mapping[str, Any] | None,
+        trace_id: str | None,
+        *,
+        session_id: str | None = None,
+    ) -> Sample:
         notes = self.notes
         if item is not None and not isinstance(item, Mapping):
             notes.add(f"the experiment item is not an object ({short(item)}); ignored")
             item = None
         kept = dedupe_rows(rows if rows is not None else (), notes)
-        chosen = trace_id if isinstance(trace_id, str) and trace_id else self._trace_id(kept, item)
-        kept = self._only_trace(kept, chosen)
+        if session_id is None:
+            chosen = trace_id if isinstance(trace_id, str) and trace_id else self._trace_id(kept, item)
+            kept = self._only_trace(kept, chosen)
+        else:
+            chosen = None
         observations = [to_observation(row, seq, notes) for seq, row in enumerate(kept)]
         ordered = trace_order(observations, notes)
-        root = find_root(ordered)
+        roots = session_roots(ordered) if session_id is not None else [r for r in [find_root(ordered)] if r]
+        root = roots[-1] if roots else None
+        if session_id is not None and root is not None:
+            chosen = root.row.get("traceId") if isinstance(root.row.get("traceId"), str) else None
 
         conversation, tool_calls, sources = self._walk(ordered)
-        if not conversation.messages and root is not None:
-            sources += self._root_conversation(root, conversation, len(ordered))
+        if not conversation.messages:
+            # Each root's input and output, in turn (a session: every trace's).
+            where = {id(o): index for index, o in enumerate(ordered)}
+            places = [where[id(r)] for r in roots] + [len(ordered)]
+            for index, turn in enumerate(roots):
+                before = -0.5 if index == 0 else places[index] - 0.5
+                after = places[-1] + 0.5 if index == len(roots) - 1 else places[index + 1] - 0.75
+                sources += self._root_conversation(turn, conversation, before, after)
         calls = merge_calls(message_calls(conversation.messages), tool_calls)
         if not ordered:
             notes.add("no observation rows for this trace" + ("; read from the item only" if item else ""))
@@ -106,6 +144,11 @@ class _Extraction:
             environment = item["environment"]
         ident = chosen or (root.id if root is not None else "")
         facts = read_facts(ordered, root)
+        if session_id is not None:
+            ident, chosen = session_id, None
+            start = roots[0].start if roots else start
+            environment = roots[0].environment if roots else environment
+            facts.latency = _turns_latency(roots, facts.latency)
         return Sample(
             id=ident,
             messages=[_message(m) for m in conversation.messages] if conversation.messages else None,
@@ -114,7 +157,7 @@ class _Extraction:
             item_id=_item_id(item),
             run_id=_first_text(item, "experimentId", "datasetRunId"),
             trace_id=chosen,
-            observation_id=root.id if root is not None else None,
+            observation_id=root.id if root is not None and session_id is None else None,
             start_time=start,
             environment=environment,
             tools=[ToolSpec(name=t.name, parameters=t.parameters, description=t.description) for t in facts.tools]
@@ -182,13 +225,13 @@ class _Extraction:
             message.order = order
         return found
 
-    def _root_conversation(self, root: Observation, conversation: Conversation, end: int) -> int:
+    def _root_conversation(self, root: Observation, conversation: Conversation, before: float, after: float) -> int:
         """No generation gave messages: the root's input and output are the conversation. Messages
         when they are messages (a LangGraph state, which also tells the calls made); otherwise the
         input as the user's turn and the output as the answer, as text. Returns 1 when the calls
         made can be known from them (structured messages), else 0."""
         known = 0
-        for side, value, order in (("input", root.input, -0.5), ("output", root.output, end + 0.5)):
+        for side, value, order in (("input", root.input, before), ("output", root.output, after)):
             if value is None:
                 continue
             found = MessageReader(Notes()).read(value, "input" if side == "input" else "output", "")
@@ -276,6 +319,25 @@ class _Extraction:
             )
         document["trace"] = trace
         return document
+
+
+def session_roots(ordered: list[Observation]) -> list[Observation]:
+    """Each trace's root (:func:`find_root` of its observations), in the order the traces started."""
+    by_trace: dict[str, list[Observation]] = {}
+    for observation in ordered:
+        trace = observation.row.get("traceId")
+        by_trace.setdefault(trace if isinstance(trace, str) else "", []).append(observation)
+    roots = [root for rows in by_trace.values() if (root := find_root(rows)) is not None]
+    return sorted(roots, key=lambda r: (r.start is None, r.start or _EPOCH, r.seq))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _turns_latency(roots: list[Observation], fallback: float | None) -> float | None:
+    """The sum of the traces' durations (each root's start to end); ``fallback`` when one is unknown."""
+    spans = [(r.end - r.start).total_seconds() for r in roots if r.start is not None and r.end is not None]
+    return max(0.0, sum(spans)) if roots and len(spans) == len(roots) else fallback
 
 
 def _last_assistant_text(messages: list[Msg]) -> str:

@@ -31,6 +31,7 @@ def v4_root_query(window: TimeWindow, trace_filter: TraceFilter) -> dict[str, An
         "to_start_time": window.end,
         "environment": list(trace_filter.environments) or None,
         "user_id": trace_filter.user_id,
+        "session_id": trace_filter.session_id,
     }
     if _needs_json_v4(trace_filter):
         conditions: list[dict[str, Any]] = [
@@ -60,6 +61,7 @@ def v3_traces_query(window: TimeWindow, trace_filter: TraceFilter) -> dict[str, 
         "toTimestamp": format_timestamp(window.end),
         "name": trace_filter.trace_name,
         "userId": trace_filter.user_id,
+        "sessionId": trace_filter.session_id,
         "tags": list(trace_filter.tags) or None,
         "environment": list(trace_filter.environments) or None,
     }
@@ -113,6 +115,8 @@ def _common_conditions(trace_filter: TraceFilter, *, trace_name_column: str) -> 
         )
     if trace_filter.user_id:
         conditions.append({"type": "string", "column": "userId", "operator": "=", "value": trace_filter.user_id})
+    if trace_filter.session_id:
+        conditions.append({"type": "string", "column": "sessionId", "operator": "=", "value": trace_filter.session_id})
     for key, value in sorted(trace_filter.metadata.items()):
         conditions.append({"type": "stringObject", "column": "metadata", "key": key, "operator": "=", "value": value})
     return conditions
@@ -167,5 +171,7 @@ def root_matches(root: TraceRoot, trace_filter: TraceFilter) -> bool:
     if f.tags and not set(f.tags) <= set(root.tags):
         return False
     if f.user_id and root.user_id != f.user_id:
+        return False
+    if f.session_id and root.session_id != f.session_id:
         return False
     return all(_as_text(metadata_value(root.metadata, k)) == v for k, v in f.metadata.items())

@@ -26,7 +26,12 @@ _SEP = "\x1f"
 
 
 def score_id(subject: ScoreSubject, name: str) -> str:
-    """The score's id: uuid5 of (trace id, observation id, dataset run id, score name)."""
+    """The score's id: uuid5 of (trace id, observation id, dataset run id, score name); a session's:
+    of the session id alone (with a ``session`` part no other subject has), whatever trace it is
+    posted on, so a session that grows keeps one score per name."""
+    if subject.session_id is not None:
+        session = ("score", "session", subject.session_id, name)
+        return str(uuid.uuid5(SCORE_ID_NAMESPACE, _SEP.join(session)))
     parts = (
         "score",
         subject.trace_id or "",

@@ -24,8 +24,9 @@ def validate_score(score: ScoreToPost, config: ScoreConfig | None) -> list[str]:
     subject = score.subject
     if subject.observation_id is not None and subject.trace_id is None:
         problems.append("an observation id needs its trace id")
-    if (subject.trace_id is None) == (subject.dataset_run_id is None):
-        problems.append("a score is attached to exactly one of: a trace, a dataset run")
+    # A session score may also name the trace it is posted on (servers without session scores).
+    if (subject.trace_id is None and subject.session_id is None) == (subject.dataset_run_id is None):
+        problems.append("a score is attached to exactly one of: a trace, a session, a dataset run")
     if not SCORE_NAME_PATTERN.match(score.name):
         problems.append(
             f"name {score.name!r} is not a valid score name (at most 35 of letters, digits, '_ .()-')"

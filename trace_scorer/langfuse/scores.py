@@ -99,6 +99,8 @@ def score_fields(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
         "traceId": score.subject.trace_id,
         "observationId": score.subject.observation_id,
         "datasetRunId": score.subject.dataset_run_id,
+        # A session score posted on one of its traces (2.x) names the session in its metadata only.
+        "sessionId": score.subject.session_id if score.subject.trace_id is None else None,
     }
     optional = {"environment": score.environment, "configId": config_id}
     return {

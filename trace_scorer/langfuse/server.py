@@ -85,6 +85,12 @@ class ServerCapabilities:
         return self.major is None or self.major >= RUN_SCORES_MAJOR
 
     @property
+    def session_scores(self) -> bool:
+        """Scores on a session (``sessionId``, no ``traceId``): not on 2.x, which requires a ``traceId``
+        (400 ``traceId Required``); a session's score goes on one of its traces there."""
+        return self.major is None or self.major >= RUN_SCORES_MAJOR
+
+    @property
     def config_ranges_exclusive(self) -> bool:
         """2.x rejects a value equal to a score config's min or max (later versions include the bounds)."""
         return self.is_v2

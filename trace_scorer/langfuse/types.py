@@ -75,6 +75,8 @@ class TraceFilter:
     tags: tuple[str, ...] = ()
     user_id: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
+    #: One session's traces (scope = "session" reads a session's traces with it).
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +194,14 @@ class ScoreConfigSpec:
 
 @dataclass(frozen=True, slots=True)
 class ScoreSubject:
-    """What a score is attached to: a trace (optionally one of its observations) or a dataset run."""
+    """What a score is attached to: a trace (optionally one of its observations), a dataset run, or a
+    session. A session score on a server that refuses scores without a trace (2.x) also names the trace
+    it is posted on (``trace_id``); its id is the session's either way (:func:`.ids.score_id`)."""
 
     trace_id: str | None = None
     observation_id: str | None = None
     dataset_run_id: str | None = None
+    session_id: str | None = None
 
     @classmethod
     def trace(cls, trace_id: str, observation_id: str | None = None) -> ScoreSubject:
@@ -205,6 +210,11 @@ class ScoreSubject:
     @classmethod
     def run(cls, dataset_run_id: str) -> ScoreSubject:
         return cls(dataset_run_id=dataset_run_id)
+
+    @classmethod
+    def session(cls, session_id: str, on_trace: str | None = None) -> ScoreSubject:
+        """A session's score; ``on_trace``: posted on that trace of it (servers without session scores)."""
+        return cls(trace_id=on_trace, session_id=session_id)
 
 
 @dataclass(frozen=True, slots=True)

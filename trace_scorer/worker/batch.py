@@ -58,10 +58,19 @@ class WorkItem:
     environment: str | None = None
     #: What a retry needs to fetch the trace again (the root row, as JSON).
     payload: str | None = None
+    #: What the scores are attached to; None: the sample's trace.
+    scored: ScoreSubject | None = None
+    #: The ledger entries recorded once its scores settled; None: its trace (a session: each of its traces).
+    ledger: tuple[str, ...] | None = None
 
     @property
     def trace_id(self) -> str:
+        """The subject's key in the state (failures, ledger): the trace's id, a session's id."""
         return self.sample.trace_id or self.sample.id
+
+    @property
+    def subject(self) -> ScoreSubject:
+        return self.scored or ScoreSubject.trace(self.trace_id)
 
 
 def unsettled_reason(delivery: DeliveryReport) -> str:
@@ -218,9 +227,7 @@ class BatchScorer:
                         break
                     self.progress()
                     item = waiting.pop(id(result.sample))
-                    scores = scores_to_post(
-                        self.plan, result.outcomes, ScoreSubject.trace(item.trace_id), item.timestamp, item.environment
-                    )
+                    scores = scores_to_post(self.plan, result.outcomes, item.subject, item.timestamp, item.environment)
                     if chunk and len(posts) + len(scores) > limit:
                         await self._deliver(chunk, posts, report, now, on_settled)
                         chunk, posts = [], []
@@ -263,13 +270,13 @@ class BatchScorer:
         self.progress()
         self.count_delivery(delivery, report)
 
-        unsettled = {s.subject.trace_id for s in delivery.undelivered}
-        unsettled |= {s.subject.trace_id for batch in delivery.unattributed for s in batch.scores}
+        unsettled = {s.subject for s in delivery.undelivered}
+        unsettled |= {s.subject for batch in delivery.unattributed for s in batch.scores}
         settled: list[SampleResult] = []
         done: list[str] = []
         failed: list[tuple[WorkItem, dict[str, str]]] = []
         for item, result in chunk:
-            if item.trace_id in unsettled:
+            if item.subject in unsettled:
                 continue
             settled.append(result)
             self.telemetry.metric_outcomes(self.target.name, result.outcomes)
@@ -279,12 +286,12 @@ class BatchScorer:
                 report.failed += 1
                 self.telemetry.traces_failed(self.target.name)
             elif any(isinstance(o, Score) for o in result.outcomes.values()):
-                done.append(item.trace_id)
+                done += item.ledger or (item.trace_id,)
                 report.scored += 1
                 self.telemetry.traces_scored(self.target.name)
                 self.telemetry.trace_scored_at(self.target.name, item.timestamp)
             else:  # every metric skipped: done (in the ledger), but no score was posted for it
-                done.append(item.trace_id)
+                done += item.ledger or (item.trace_id,)
                 report.skipped["nothing to score"] += 1
             for note in result.sample.notes:
                 log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note)

@@ -7,7 +7,7 @@ import asyncio
 import signal
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import structlog
@@ -140,6 +140,10 @@ async def target_problems(
             window = TimeWindow(now - timedelta(minutes=1), now)
             async for _ in reads.list_trace_roots(window, trace_filter(target, settings)):
                 break
+            if target.scope == "session":  # a session's traces are listed by its id: the server takes that
+                session = replace(trace_filter(target, settings), session_id="trace-scorer-check")
+                async for _ in reads.list_trace_roots(window, session):
+                    break
             return problems
         since = now - timedelta(seconds=target.effective_lookback)
         for name in target.datasets:

@@ -74,6 +74,11 @@ def scores_to_post(
         value: float | str = float(outcome.value)
         if outcome.data_type == "CATEGORICAL":
             value = outcome.label or ""  # an empty category is refused by score validation, not sent
+        comment = (outcome.comment or None) and outcome.comment[:MAX_COMMENT_CHARS]
+        if subject.session_id is not None:
+            metadata["session_id"] = subject.session_id
+            if subject.trace_id is not None:  # on a trace of the session (2.x, which drops score metadata)
+                comment = f"session {subject.session_id}: {comment or ''}"[:MAX_COMMENT_CHARS]
         posts.append(
             ScoreToPost(
                 subject=subject,
@@ -81,7 +86,7 @@ def scores_to_post(
                 value=value,
                 data_type=outcome.data_type,
                 timestamp=timestamp,
-                comment=(outcome.comment or None) and outcome.comment[:MAX_COMMENT_CHARS],
+                comment=comment,
                 metadata=metadata,
                 environment=score_environment(environment),
             )

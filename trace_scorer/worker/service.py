@@ -45,6 +45,7 @@ from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
 from trace_scorer.worker.schedule import ClockWatch, Wait, every, wait_or_stop
 from trace_scorer.worker.scores import config_specs
+from trace_scorer.worker.sessions import SessionSource
 from trace_scorer.worker.tick import TickReport
 from trace_scorer.worker.traces import TraceSource
 
@@ -176,6 +177,8 @@ async def open_context(
             progress=functools.partial(ops.health.progress, target.name),
         )
         source_class = TraceSource if target.source == "traces" else DatasetRunSource
+        if target.scope == "session":
+            source_class = SessionSource
         sources[target.name] = source_class(target, settings, client, state, scorer)
     ops.health.config_loaded()
     return Context(settings, client, state, ops, info, plans, sources, resources)

@@ -1,0 +1,85 @@
+"""The session source (``scope = "session"``) on the in-process Langfuse v4: which sessions a tick scores,
+which it leaves for later (and where that holds the watermark), traces without a session, failures kept
+and retried by session."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_inprocess import InProcessLangfuse
+from tests.support.worker import FLAKY, MakeHarness, agent_trace, traces_target
+from trace_scorer.langfuse import ScoreSubject, score_id
+
+
+def turn(v4: InProcessLangfuse, clock: FakeClock, trace_id: str, session: str | None, minutes_ago: float) -> None:
+    """One turn: an agent trace of 5 s starting ``minutes_ago``, in ``session``."""
+    rows = agent_trace(trace_id, clock.now() - timedelta(minutes=minutes_ago))
+    for row in rows:
+        row["sessionId"] = session
+    v4.add_rows(*rows)
+
+
+def session_target(**overrides: Any) -> dict[str, Any]:
+    metrics = [{"metric": "tool_call_count"}, {"metric": "test_flaky"}]
+    return traces_target(scope="session", session_quiet="10m", metrics=metrics, kpis=[], **overrides)
+
+
+def session_scores(v4: InProcessLangfuse, session: str) -> dict[str, dict[str, Any]]:
+    return {s["name"]: s for s in v4.scores.values() if s.get("sessionId") == session}
+
+
+async def test_a_quiet_session_is_scored_whole_a_busy_one_waits_and_holds_the_watermark(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    turn(v4, clock, "a1", "chat-a", 50)
+    turn(v4, clock, "a2", "chat-a", 40)
+    turn(v4, clock, "b1", "chat-b", 45)
+    turn(v4, clock, "b2", "chat-b", 6)  # ended 6 minutes ago: chat-b is not quiet for 10 minutes yet
+    turn(v4, clock, "lone", None, 30)
+    h = await harness(session_target())
+    context = await h.open()
+    report = await h.tick(context)
+
+    assert (report.seen, report.scored, report.deferred) == (5, 1, 1)
+    assert report.skipped["no session"] == 1
+    a = session_scores(v4, "chat-a")
+    assert {n: s["value"] for n, s in a.items()} == {"tool_call_count": 2.0, "test_flaky": 1.0}
+    assert a["tool_call_count"]["id"] == score_id(ScoreSubject.session("chat-a"), "tool_call_count")
+    assert not a["tool_call_count"].get("traceId")
+    assert session_scores(v4, "chat-b") == {}
+    assert not [s for s in v4.scores.values() if s.get("traceId")]  # nothing on a trace
+    # chat-b's newest trace is listed again (v4: re-read max_trace_duration behind the watermark).
+    watermark = context.state.watermark("agent")
+    b2_start = clock.now() - timedelta(minutes=6)
+    assert watermark is not None and watermark - timedelta(hours=1) <= b2_start < watermark
+
+    await clock.sleep(300)
+    report = await h.tick(context)
+    assert report.scored == 1 and report.skipped["no session"] == 0
+    assert session_scores(v4, "chat-b")["tool_call_count"]["value"] == 2.0
+    assert len(v4.scores) == 4  # two sessions, two scores each
+
+
+async def test_a_failed_session_is_kept_by_its_id_and_retried_whole(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    turn(v4, clock, "c1", "chat-c", 50)
+    turn(v4, clock, "c2", "chat-c", 40)
+    FLAKY.add("chat-c")
+    h = await harness(session_target(retry_after="1m"))
+    context = await h.open()
+    report = await h.tick(context)
+    assert report.failed == 1
+    failure = context.state.failure("agent", "chat-c")
+    assert failure is not None and failure.tries == 1
+    assert session_scores(v4, "chat-c")["tool_call_count"]["value"] == 2.0  # what succeeded was posted
+
+    FLAKY.discard("chat-c")
+    await clock.sleep(120)
+    report = await h.tick(context)
+    assert report.scored == 1
+    assert context.state.failure("agent", "chat-c") is None
+    assert session_scores(v4, "chat-c")["test_flaky"]["value"] == 1.0
+    assert len(v4.scores) == 2
