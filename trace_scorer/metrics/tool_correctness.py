@@ -47,7 +47,8 @@ from trace_scorer.metrics._arguments import (
 )
 from trace_scorer.metrics._matching import assign
 from trace_scorer.metrics._tokens import has_cjk, normalize_text, word_runs
-from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Resources, Score, Skipped
+from trace_scorer.metrics.base import Metric, MetricOutput, Resources
+from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.sample import Sample, ToolCall
 
 COMPONENTS: Final = ("selection", "parameters", "sequence", "utilization")

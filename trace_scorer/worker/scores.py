@@ -15,7 +15,7 @@ from typing import Any
 
 from trace_scorer import __version__
 from trace_scorer.langfuse import ScoreConfigSpec, ScoreSubject, ScoreToPost
-from trace_scorer.metrics.base import Failed, Outcome, Score, Skipped
+from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.plan import TargetPlan
 
 #: Details larger than this (as JSON) are left out of the score's metadata, with a note saying so.

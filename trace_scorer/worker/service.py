@@ -33,12 +33,11 @@ from trace_scorer.langfuse import (
     LangfuseContractError,
     LangfuseError,
 )
-from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.ops.health import Health
 from trace_scorer.pipeline import Pipeline
 from trace_scorer.plan import TargetPlan, build_plans
-from trace_scorer.resources import open_resources
+from trace_scorer.resources import OpenResources, open_resources
 from trace_scorer.state import StateError, StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
@@ -94,7 +93,7 @@ class Context:
     plans: dict[str, TargetPlan]
     sources: dict[str, Source]
     #: The judge and the embedder (None where not configured).
-    resources: Resources
+    resources: OpenResources
 
 
 async def open_context(
@@ -382,9 +381,7 @@ async def start_single(settings: Settings, stack: AsyncExitStack, ops: Ops, stop
     return Worker(await open_context(settings, stack, ops=ops), stop=stop)
 
 
-async def run_worker(
-    settings: Settings, *, retry_start_every: float = 30.0, start: StartWorker = start_single
-) -> int:
+async def run_worker(settings: Settings, *, retry_start_every: float = 30.0, start: StartWorker = start_single) -> int:
     """The ``run`` command: returns the exit code. ``start``: the single worker, or a replica of a fleet
     (``trace_scorer.distributed``).
 
