@@ -102,11 +102,6 @@ def _unlisted(found: InputFiles, top: Path, exc: OSError) -> None:
     found.errors.append(ReadError(where, "folder", f"cannot read: {exc.strerror or exc}"))
 
 
-def input_files(paths: Sequence[Path]) -> list[Path]:
-    """The files :func:`find_input_files` finds (folders that cannot be listed are left out)."""
-    return find_input_files(paths).files
-
-
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (no NaN or Infinity)")
 

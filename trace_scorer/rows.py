@@ -69,7 +69,6 @@ class StreamDeduper:
     def __init__(self) -> None:
         self._held: dict[str, Row] = {}
         self._held_start: datetime | None = None
-        self.duplicates = 0
 
     def push(self, rows: Iterable[Row]) -> list[Row]:
         """Take a page; return the rows that can no longer have a duplicate coming."""
@@ -82,7 +81,6 @@ class StreamDeduper:
             self._held_start = start
             key = row["id"]
             if key in self._held:
-                self.duplicates += 1
                 self._held[key] = newer(self._held[key], row)
             else:
                 self._held[key] = row

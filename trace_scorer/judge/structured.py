@@ -126,7 +126,8 @@ def request_fields(mode: StructuredOutput, name: str, schema: dict[str, Any]) ->
 
 
 def response_format(mode: StructuredOutput, schema: type[BaseModel]) -> dict[str, Any] | None:
-    """The ``response_format`` request parameter for ``mode`` (None: the mode sends none)."""
+    """The ``response_format`` request parameter for ``mode`` (None: the mode sends none); requests are
+    built by :func:`request_fields`. For tests and benches only."""
     fields = request_fields(mode, schema_name(schema), strict_json_schema(schema))
     fmt: dict[str, Any] | None = fields.get("response_format")
     return fmt

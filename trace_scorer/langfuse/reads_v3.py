@@ -107,7 +107,7 @@ class V3Reader:
         self._listed: OrderedDict[str, frozenset[str]] = OrderedDict()
         #: False once the server showed it ignores ``toStartTime`` (an old 2.x): trace bodies one by one.
         self._bulk_reads = True
-        #: Traces of bulk reads that were read on their own after all (tests, logs).
+        #: Traces of bulk reads that were read on their own after all. For tests and benches only.
         self.bulk_fallbacks = 0
         self._datasets = DatasetsByName(transport)
         #: Dataset names by id, as listed (2.x reads a run's items under its dataset's name).

@@ -58,10 +58,6 @@ def unwrap(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return message
 
 
-def role_from_type(kind: str) -> str | None:
-    return ROLE_BY_TYPE.get(kind.lower())
-
-
 def is_tool_definition(message: Mapping[str, Any]) -> bool:
     """The CallbackHandler's appended tool definitions: a ``tool`` message with no call id whose
     content is an object (``{"type": "function", "function": {...}}`` or a raw tool's attributes)."""
