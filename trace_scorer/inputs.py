@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 from pydantic_core import from_json
 
+from trace_scorer.config.common import errors_in_one_line
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.extract import (
     index_items,
@@ -481,11 +482,9 @@ def sample_from_record(record: Record) -> Sample | ReadError:
     try:
         return Sample.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        problem = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+        first = errors_in_one_line(exc, most=1, root="", unknown_key="unknown field")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        return ReadError(record.path, record.where, f"{where}: {problem.removeprefix('Value error, ')}{more}")
+        return ReadError(record.path, record.where, first + more)
 
 
 def load_inputs(paths: Sequence[Path], references: ReferenceSettings | None = None) -> LoadedInput:

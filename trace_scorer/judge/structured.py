@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from trace_scorer.config.common import errors_in_one_line
 from trace_scorer.config.judge import StructuredOutput
 
 T = TypeVar("T", bound=BaseModel)
@@ -153,14 +154,6 @@ def extract_json_text(text: str) -> str:
     return stripped[start : end + 1]
 
 
-def _describe(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "(root)"
-        problems.append(f"{where}: {error['msg']}")
-    return "; ".join(problems)
-
-
 def parse_answer(text: str | None, schema: type[T], context: dict[str, Any] | None = None) -> T:
     """Validate the model's text against ``schema`` (``context`` reaches the schema's validators)."""
     if text is None or not text.strip():
@@ -173,4 +166,5 @@ def parse_answer(text: str | None, schema: type[T], context: dict[str, Any] | No
     try:
         return schema.model_validate_json(candidate, context=context)
     except ValidationError as exc:
-        raise AnswerRejected(f"the JSON does not match the required format: {_describe(exc)}") from None
+        problems = errors_in_one_line(exc, root="(root)", as_raised=True)
+        raise AnswerRejected(f"the JSON does not match the required format: {problems}") from None

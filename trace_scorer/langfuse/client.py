@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from importlib import metadata
 from types import TracebackType
 
 import httpx
 import structlog
 from langfuse.api.core.datetime_utils import serialize_datetime
 
+import trace_scorer
 from trace_scorer.config.common import ConfigError, public_url
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.clock import Clock, SystemClock
@@ -54,13 +54,6 @@ SDK_NAME = "trace-scorer"
 _NOT_SERVED = frozenset({404, 405, 501})
 
 
-def _version() -> str:
-    try:
-        return metadata.version("trace-scorer")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
 class LangfuseClient:
     """Typed, async access to one Langfuse project. Use ``async with`` or call :meth:`aclose`."""
 
@@ -87,7 +80,7 @@ class LangfuseClient:
         timeout = httpx.Timeout(settings.timeout, connect=connect_timeout or settings.timeout)
         self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=True)
         secret = settings.secret_key.get_secret_value()
-        version = _version()
+        version = trace_scorer.__version__
         self.policy = LangfuseRetryPolicy(settings.retry, self.clock, self.stats)
         self.transport = Transport(
             base_url=self.base_url,

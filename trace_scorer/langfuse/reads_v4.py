@@ -7,7 +7,6 @@ strings; fields of groups not requested are absent).
 
 from __future__ import annotations
 
-import json
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -51,6 +50,7 @@ from trace_scorer.langfuse.types import (
     TraceRoot,
     TraceRows,
 )
+from trace_scorer.rows import json_in_text
 from trace_scorer.times import parse_timestamp
 
 log = structlog.get_logger(__name__)
@@ -415,10 +415,4 @@ def _json_value(value: Any) -> Any:
 
     A string that is not JSON stays a string, and so does one holding a JSON number, boolean or null
     (``"2"`` is as likely the text ``2`` as the number, and ``"null"`` must not read as "absent")."""
-    if not isinstance(value, str) or value.strip()[:1] not in ("{", "[", '"'):
-        return value
-    try:
-        parsed = json.loads(value)
-    except (ValueError, RecursionError):
-        return value
-    return parsed if isinstance(parsed, dict | list | str) else value
+    return json_in_text(value, '{["', skip_blanks=True)

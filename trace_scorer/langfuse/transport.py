@@ -21,11 +21,9 @@ An answer is read a chunk at a time and stops once longer than ``max_answer_byte
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,19 +42,12 @@ from trace_scorer.langfuse.errors import (
 )
 from trace_scorer.langfuse.retry import LangfuseRetryPolicy, RequestBudget, parse_retry_after
 from trace_scorer.langfuse.stats import RequestStats
+from trace_scorer.providers.deadline import Deadline, system_deadline
 
 QueryValue = str | int | bool | Sequence[str] | None
 
-#: ``deadline(seconds)``: an async context manager that cancels its body and raises ``TimeoutError`` once
-#: ``seconds`` have passed (``asyncio.timeout``, the default; tests inject one they expire on an event).
-Deadline = Callable[[float], AbstractAsyncContextManager[object]]
-
 #: Without an explicit deadline, a request may take this many of the HTTP client's read timeouts in all.
 DEADLINE_TIMEOUTS = 3
-
-
-def _system_deadline(seconds: float) -> AbstractAsyncContextManager[object]:
-    return asyncio.timeout(seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +90,7 @@ class Transport:
         self.deadline_seconds = deadline if deadline is not None else DEADLINE_TIMEOUTS * (read_timeout or 30.0)
         self.max_answer_bytes = max_answer_bytes
         #: What bounds one attempt by :attr:`deadline_seconds` (``asyncio.timeout``; tests inject their own).
-        self.deadline: Deadline = _system_deadline
+        self.deadline: Deadline = system_deadline
         hooks = http.event_hooks
         http.event_hooks = {
             "request": [*hooks["request"], _report_sending],
