@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from trace_scorer.config.common import ConfigError
+from trace_scorer.config.common import ConfigError, errors_in_one_line
 from trace_scorer.config.judge import JudgeSettings, ProviderSettings
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.config.settings import Settings
@@ -96,7 +96,7 @@ class JudgeConfig:
             )
             judge = JudgeSettings.model_validate(dict(self.judge))
         except ValidationError as exc:
-            raise ConfigError(f"JudgeConfig: {_first_errors(exc)}") from exc
+            raise ConfigError(f"JudgeConfig: {errors_in_one_line(exc)}") from exc
         # model_construct: the sections are validated above; Settings() would read TRACE_SCORER_* variables
         return Settings.model_construct(providers=[provider], judge=judge)
 
@@ -126,14 +126,6 @@ class Results:
     def group_values(self) -> dict[str, dict[str, float]]:
         """Each group's run-level values by score name."""
         return {g.key: {**g.values(kpis=False), **g.values(kpis=True)} for g in self.groups}
-
-
-def _first_errors(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(part) for part in error["loc"]) or "value"
-        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
-    return "; ".join(parts)
 
 
 def _as_mapping(value: Any) -> Mapping[str, Any] | None:
@@ -173,7 +165,7 @@ def to_samples(inputs: Iterable[Input], *, references: ReferenceSettings | None 
             try:
                 samples.append(Sample.model_validate(record))
             except ValidationError as exc:
-                problems.append(f"inputs[{position}]: {_first_errors(exc)}")
+                problems.append(f"inputs[{position}]: {errors_in_one_line(exc)}")
     by_trace, item_problems = index_items(items)
     problems += [f"experiment item {position}: {reason}" for position, reason in item_problems]
     if problems:
@@ -193,7 +185,7 @@ def target(
             {"name": "api", "metrics": entries, "kpis": [dict(k) for k in kpis], "group_by": group_by}
         )
     except ValidationError as exc:
-        raise ConfigError(_first_errors(exc)) from exc
+        raise ConfigError(errors_in_one_line(exc)) from exc
 
 
 async def ascore(
@@ -222,7 +214,7 @@ async def ascore(
     try:
         reading = ReferenceSettings.model_validate(dict(references)) if references is not None else None
     except ValidationError as exc:
-        raise ConfigError(f"references: {_first_errors(exc)}") from exc
+        raise ConfigError(f"references: {errors_in_one_line(exc)}") from exc
     samples = to_samples(inputs, references=reading)
     async with contextlib.AsyncExitStack() as stack:
         resources = Resources()

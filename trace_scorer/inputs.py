@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 from pydantic_core import from_json
 
+from trace_scorer.config.common import errors_in_one_line
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.extract import (
     index_items,
@@ -100,11 +101,6 @@ def find_input_files(paths: Sequence[Path]) -> InputFiles:
 def _unlisted(found: InputFiles, top: Path, exc: OSError) -> None:
     where = Path(exc.filename) if exc.filename else top
     found.errors.append(ReadError(where, "folder", f"cannot read: {exc.strerror or exc}"))
-
-
-def input_files(paths: Sequence[Path]) -> list[Path]:
-    """The files :func:`find_input_files` finds (folders that cannot be listed are left out)."""
-    return find_input_files(paths).files
 
 
 def _refuse_constant(name: str) -> Any:
@@ -486,11 +482,9 @@ def sample_from_record(record: Record) -> Sample | ReadError:
     try:
         return Sample.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        problem = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+        first = errors_in_one_line(exc, most=1, root="", unknown_key="unknown field")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        return ReadError(record.path, record.where, f"{where}: {problem.removeprefix('Value error, ')}{more}")
+        return ReadError(record.path, record.where, first + more)
 
 
 def load_inputs(paths: Sequence[Path], references: ReferenceSettings | None = None) -> LoadedInput:

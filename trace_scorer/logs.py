@@ -4,7 +4,7 @@ Every event, ours and those of libraries that log through the standard ``logging
 procrastinate, …), goes through one processor chain:
 
 - ``timestamp`` (ISO 8601, UTC), ``level``, ``event``, then ``target`` and ``trace_id`` when bound
-  (:func:`bind_context`), then the event's own keys — in that order, so a JSON line reads left to right;
+  (structlog's ``bound_contextvars``), then the event's own keys — in that order, so a JSON line reads left to right;
 - **secrets are redacted** (:func:`redact_secrets`): values under secret-looking keys (``secret_key``,
   ``api_key``, ``authorization``, ``password``, ``token``, …) and anything that looks like a key or
   credential inside any string (``sk-lf-…``, ``sk-…``, ``Bearer …``, ``Basic …``, ``user:pass@`` in URLs),
@@ -132,16 +132,6 @@ def order_keys(_logger: Any, _method: str, event_dict: MutableMapping[str, Any])
     return ordered
 
 
-@contextmanager
-def bind_context(**values: Any) -> Iterator[None]:
-    """Bind keys (``target=…``, ``trace_id=…``) to every event logged inside the block, in this task.
-
-    Context variables: concurrent asyncio tasks each see their own values.
-    """
-    with structlog.contextvars.bound_contextvars(**values):
-        yield
-
-
 class _CurrentStderr:
     """Writes to whatever ``sys.stderr`` is at the time of writing (not at configuration time), so that a
     replaced stderr (pytest's capture, a daemon redirect) is followed and a closed one never written —
@@ -175,6 +165,7 @@ def logs_above(console: Console) -> Iterator[None]:
     finally:
         _STDERR.above.flush()
         _STDERR.above = previous
+
 
 #: Marks the handler this module installs, so a second configure_logging() replaces it.
 _HANDLER_NAME = "trace-scorer"

@@ -48,8 +48,9 @@ from trace_scorer.config.targets import ALL_SAMPLES
 from trace_scorer.extract import index_items, looks_like_experiment_item, looks_like_observation_row, samples_from_rows
 from trace_scorer.inputs import FilePart, ReadError, Record, find_input_files, sample_from_record, split_file
 from trace_scorer.logs import configure_logging
-from trace_scorer.metrics.base import Failed, Resources, Score
+from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricClass, MetricRegistry
+from trace_scorer.outcomes import Failed, Score
 from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, build_plan
 from trace_scorer.providers.keys import check_provider_names

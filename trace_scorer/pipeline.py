@@ -1,10 +1,8 @@
 """Run a target's plan: per-sample metrics, then KPIs; per group, run-level means, group metrics, KPIs.
 
 The same code serves the offline ``score`` command and the worker. It never raises for a metric's
-sake: a missing input is a Skipped, an unexpected exception a Failed (logged with the traceback). A judged
-metric gets ``[judge] metric_deadline`` per sample: one that runs out is a Failed ("judge did not answer
-within …", logged as ``judge_timeout`` with the models still being asked), so a hanging judge never holds
-the batch's other scores back, and the worker's retry path scores it later.
+sake: a missing input is a Skipped, an unexpected exception a Failed (logged with the traceback). Each
+metric runs by ``Metric.run`` (a judged one within the judge's per-sample deadline: ``metrics/_judged.py``).
 """
 
 from __future__ import annotations
@@ -19,9 +17,9 @@ import structlog
 
 from trace_scorer.embeddings.build import NO_EMBEDDER_MESSAGE
 from trace_scorer.judge.build import NO_JUDGE_MESSAGE
-from trace_scorer.judge.judge import Judge, JudgeTimeout
 from trace_scorer.kpi.base import Kpi
-from trace_scorer.metrics.base import Failed, GroupInput, MetricOutput, Outcome, Score, Skipped
+from trace_scorer.metrics.base import GroupInput, MetricOutput
+from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.plan import AnyMetric, TargetPlan
 from trace_scorer.providers.limits import next_priority, work_priority
 from trace_scorer.sample import Sample
@@ -199,22 +197,8 @@ class Pipeline:
             outcome = Skipped(f"{', '.join(missing)} absent")
         else:
             inputs = {name: known[name] for name in metric.reads() if name in known}
-            judge = metric.resources.judge if "judge" in metric.needs else None
             try:
-                if isinstance(judge, Judge):
-                    outcome = await judge.bounded(metric.score(sample, inputs))
-                else:
-                    outcome = await metric.score(sample, inputs)
-            except JudgeTimeout as exc:
-                log.warning(
-                    "judge_timeout",
-                    metric=metric.name,
-                    sample=sample.id,
-                    trace_id=sample.trace_id,
-                    models=list(exc.models),
-                    deadline_seconds=exc.seconds,
-                )
-                outcome = Failed(str(exc))
+                outcome = await metric.run(sample, inputs)
             except Exception as exc:
                 log.exception("metric_error", metric=metric.name, sample=sample.id)
                 outcome = Failed(f"{type(exc).__name__}: {exc}")

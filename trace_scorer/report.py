@@ -12,7 +12,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
-from trace_scorer.metrics.base import Failed, Score, Skipped
+from trace_scorer.outcomes import Failed, Score, Skipped
 from trace_scorer.pipeline import GroupResult, SampleResult
 from trace_scorer.plan import TargetPlan
 from trace_scorer.providers.usage import Usage

@@ -8,16 +8,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 
 from trace_scorer.config.settings import Settings
 from trace_scorer.embeddings import build_embedder
+from trace_scorer.embeddings.build import EmbeddingModels
 from trace_scorer.judge import build_judge
+from trace_scorer.judge.judge import Judge
 from trace_scorer.metrics.base import Resources
+
+
+@dataclass
+class OpenResources(Resources):
+    """The resources as opened here: the concrete judge and embedding models, whose hooks (telemetry,
+    shared rates), ledger and probes the worker and the commands use; metrics see only ``Resources``."""
+
+    judge: Judge | None = None
+    embedder: EmbeddingModels | None = None
 
 
 def open_resources(
     settings: Settings, stack: AsyncExitStack, *, tracing_default: bool, environ: Mapping[str, str] | None = None
-) -> Resources:
+) -> OpenResources:
     """The judge and the embedder for these settings (None where not configured), closed by ``stack``.
 
     ``tracing_default`` applies when ``judge.tracing`` is unset: the worker passes True, offline commands
@@ -25,7 +37,7 @@ def open_resources(
     ``JudgeConfig(api_key=…)`` hands its key over this way). Raises :class:`ConfigError` for what the
     user must fix; what was opened before is still closed by the stack.
     """
-    resources = Resources()
+    resources = OpenResources()
     judge = build_judge(settings, tracing_default=tracing_default, environ=environ)
     if judge is not None:
         stack.push_async_callback(judge.aclose)

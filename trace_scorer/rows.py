@@ -13,16 +13,35 @@ holding the whole window (:class:`StreamDeduper`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from trace_scorer.times import parse_timestamp
 
-__all__ = ["Row", "StreamDeduper", "dedupe", "newer", "replaces", "row_start", "row_time"]
+__all__ = ["Row", "StreamDeduper", "dedupe", "json_in_text", "newer", "replaces", "row_start", "row_time"]
 
 #: One observation row: a camelCase JSON object (``langfuse.types.Row`` is the same type).
 Row = dict[str, Any]
+
+
+def json_in_text(value: Any, opens: str = "{[", *, skip_blanks: bool = False) -> Any:
+    """The JSON a string holds when it opens like it (its first character, after white space with
+    ``skip_blanks``, is one of ``opens``); anything else, a string that is not JSON included, as it is.
+
+    Langfuse sends inputs, outputs and metadata values as raw strings, and tools return JSON as text: a
+    string holding a number, boolean or null is left a string (``"2"`` is as likely the text as the number).
+    """
+    if not isinstance(value, str):
+        return value
+    head = value.lstrip()[:1] if skip_blanks else value[:1]
+    if not head or head not in opens:
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value
 
 
 def row_time(row: Mapping[str, Any], key: str) -> datetime | None:
@@ -69,7 +88,6 @@ class StreamDeduper:
     def __init__(self) -> None:
         self._held: dict[str, Row] = {}
         self._held_start: datetime | None = None
-        self.duplicates = 0
 
     def push(self, rows: Iterable[Row]) -> list[Row]:
         """Take a page; return the rows that can no longer have a duplicate coming."""
@@ -82,7 +100,6 @@ class StreamDeduper:
             self._held_start = start
             key = row["id"]
             if key in self._held:
-                self.duplicates += 1
                 self._held[key] = newer(self._held[key], row)
             else:
                 self._held[key] = row

@@ -34,8 +34,8 @@ from trace_scorer.errors import UserError
 from trace_scorer.inputs import ReadError
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.logs import configure_logging
-from trace_scorer.metrics.base import Score
 from trace_scorer.metrics.pass_at_k import attempt_key
+from trace_scorer.outcomes import Score
 from trace_scorer.pipeline import Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan, raw_target_problems
 

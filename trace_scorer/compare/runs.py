@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from trace_scorer.errors import UserError
-from trace_scorer.metrics.base import Score
 from trace_scorer.metrics.pass_at_k import attempt_key
+from trace_scorer.outcomes import Score
 from trace_scorer.patterns import SafePattern
 from trace_scorer.pipeline import SampleResult
 

@@ -39,6 +39,7 @@ class Interval:
     high: float
 
     def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the interval. For tests and benches only."""
         return self.low <= value <= self.high
 
 

@@ -11,10 +11,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
     AfterValidator,
-    AllowInfNan,
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    ValidationError,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -116,12 +116,29 @@ def parse_duration(value: Any) -> float:
     return seconds
 
 
-#: A number from the configuration: a float, never a boolean, never NaN or ±Infinity (for fields of models
-#: that are not a StrictModel, and for the values of mappings such as KPI weights).
-Number = Annotated[float, BeforeValidator(refuse_bool), AllowInfNan(False)]
-
 #: A duration in seconds; accepts numbers and strings like "30s", "5m".
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def errors_in_one_line(
+    exc: ValidationError,
+    *,
+    most: int = 5,
+    root: str = "value",
+    as_raised: bool = False,
+    unknown_key: str | None = None,
+) -> str:
+    """A validation error's first ``most`` problems as ``where: message; …`` (``root`` where the problem is
+    the whole value). Messages lose pydantic's ``Value error,`` prefix unless ``as_raised``; with
+    ``unknown_key`` an unknown key says that instead of pydantic's "Extra inputs are not permitted"."""
+    parts = []
+    for error in exc.errors()[:most]:
+        where = ".".join(str(part) for part in error["loc"]) or root
+        message = error["msg"] if as_raised else error["msg"].removeprefix("Value error, ")
+        if unknown_key is not None and error["type"] == "extra_forbidden":
+            message = unknown_key
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
 
 
 def public_url(url: str) -> str:

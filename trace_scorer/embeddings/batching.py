@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import structlog
 
 from trace_scorer.embeddings.base import Backend, EmbeddingError, Vector
+from trace_scorer.providers.futures import FutureLRU
 from trace_scorer.providers.usage import Usage
 
 log = structlog.get_logger(__name__)
@@ -36,19 +36,15 @@ class BatchingEmbedder:
             raise ValueError("batch_size must be at least 1")
         self._backend = backend
         self._batch_size = batch_size
-        self._cache_size = max(cache_size, 0)
         self._linger = linger
         #: text → its vector (done) or the request that will bring it (pending), oldest use first.
-        self._vectors: OrderedDict[str, asyncio.Future[Vector]] = OrderedDict()
+        self._vectors: FutureLRU[str, Vector] = FutureLRU(cache_size)
         self._queue: list[tuple[str, asyncio.Future[Vector]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._requests: set[asyncio.Task[None]] = set()
         self._closed = False
         #: What the backend's requests cost so far (tokens, requests, USD when priced).
         self.usage = Usage()
-        #: Texts served from the cache or from a request already on its way / texts that were sent.
-        self.hits = 0
-        self.misses = 0
 
     @property
     def model_id(self) -> str:
@@ -67,15 +63,21 @@ class BatchingEmbedder:
         # shield: one asker being cancelled must not cancel a request other askers wait for.
         return [(await asyncio.shield(future)).tolist() for future in futures]
 
+    @property
+    def hits(self) -> int:
+        """Texts served from the cache or from a request already on its way."""
+        return self._vectors.hits
+
+    @property
+    def misses(self) -> int:
+        """Texts that were sent."""
+        return self._vectors.misses
+
     def _future(self, text: str) -> asyncio.Future[Vector]:
-        known = self._vectors.get(text)
+        known = self._vectors.known(text)
         if known is not None:
-            self._vectors.move_to_end(text)
-            self.hits += 1
             return known
-        self.misses += 1
-        future: asyncio.Future[Vector] = asyncio.get_running_loop().create_future()
-        self._vectors[text] = future
+        future = self._vectors.start(text)
         self._queue.append((text, future))
         return future
 
@@ -130,12 +132,11 @@ class BatchingEmbedder:
         for (_, future), vector in zip(batch, result.vectors, strict=True):
             if not future.done():
                 future.set_result(vector)
-        self._evict()
+        self._vectors.evict()
 
     def _fail(self, batch: list[tuple[str, asyncio.Future[Vector]]], exc: BaseException | None) -> None:
         for text, future in batch:
-            if self._vectors.get(text) is future:
-                del self._vectors[text]  # never cache a failure
+            self._vectors.forget(text, future)  # never cache a failure
             if future.done():
                 continue
             if exc is None:
@@ -143,13 +144,6 @@ class BatchingEmbedder:
             else:
                 future.set_exception(exc)
                 future.exception()  # retrieved: no "never retrieved" warning when every asker has gone
-
-    def _evict(self) -> None:
-        excess = len(self._vectors) - self._cache_size
-        if excess <= 0:
-            return
-        for text in [t for t, f in self._vectors.items() if f.done()][:excess]:
-            del self._vectors[text]  # requests still on their way are never dropped
 
     def stats(self) -> dict[str, Any]:
         """Texts sent and served from the cache, requests, and tokens and cost where the endpoint reports them."""

@@ -167,7 +167,7 @@ def build_embedder(
     environ: Mapping[str, str] | None = None,
     sleep: Sleep = asyncio.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> Embedder | None:
+) -> EmbeddingModels | None:
     """The embedder for these settings (an :class:`EmbeddingModels`), or None when no embedding model is
     configured (``[embeddings] model`` unset and no provider lists ``embedding_models``).
 

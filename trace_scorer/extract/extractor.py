@@ -7,8 +7,6 @@ metrics that need them are skipped with a reason rather than scored on a guess.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -31,6 +29,7 @@ from trace_scorer.extract.rows import (
 from trace_scorer.extract.tools import output_error, read_tool_observation
 from trace_scorer.extract.variables import observation_view, observations_document, read_variables
 from trace_scorer.plugins import PluginError
+from trace_scorer.rows import json_in_text
 from trace_scorer.sample import Message, Sample, ToolCall, ToolSpec, content_text
 from trace_scorer.times import parse_time
 
@@ -300,9 +299,8 @@ class _Extraction:
     ) -> dict[str, Any]:
         document: dict[str, Any] = dict(item) if item is not None else {}
         expected = document.get("expectedOutput")
-        if isinstance(expected, str) and expected[:1] in ("{", "[", '"'):
-            with contextlib.suppress(ValueError, RecursionError):
-                document["expectedOutput"] = json.loads(expected)
+        if isinstance(expected, str):
+            document["expectedOutput"] = json_in_text(expected, '{["')
         trace: dict[str, Any] = {"id": trace_id}
         if root is not None:
             row = root.row

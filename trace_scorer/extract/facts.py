@@ -20,13 +20,13 @@ Where each SDK integration writes them:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from trace_scorer.extract.rows import Observation
+from trace_scorer.rows import json_in_text
 
 #: Keys of a generation's input that list tool definitions.
 _TOOL_LIST_KEYS = ("tools", "functions")
@@ -158,12 +158,7 @@ def _definitions(value: Any) -> list[DeclaredTool]:
 
 def _maybe_json(value: Any) -> Any:
     """Metadata values arrive as JSON text on v4: parsed when they are."""
-    if isinstance(value, str) and value[:1] in ("[", "{"):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
+    return json_in_text(value)
 
 
 # -- finish reason --------------------------------------------------------------------------------------

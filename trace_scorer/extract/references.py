@@ -17,6 +17,7 @@ from typing import Any
 from trace_scorer.config.references import PathStep, ReferenceSettings, parse_path
 from trace_scorer.extract.model import Call, Notes, short
 from trace_scorer.extract.toolcalls import read_tool_call
+from trace_scorer.rows import json_in_text
 from trace_scorer.sample import ToolCall
 
 #: What :func:`resolve` gives for a path that leads nowhere.
@@ -40,11 +41,7 @@ def _walk(current: Any, steps: tuple[PathStep, ...]) -> Any:
     match one dotted key — the nested and the flattened shape resolve alike."""
     if not steps:
         return current
-    if isinstance(current, str) and current[:1] in ("{", "["):
-        try:
-            current = json.loads(current)
-        except (ValueError, RecursionError):
-            return _MISSING
+    current = json_in_text(current)  # a string that is not JSON leads nowhere: _MISSING below
     step = steps[0]
     if isinstance(current, Mapping):
         if isinstance(step, str) and step in current:

@@ -1,8 +1,15 @@
 """The request cache: identical judge requests within one process get one answer, one bill.
 
-Hand-written rather than cachetools/aiocache: what is needed is *in-flight coalescing* (two metrics
-asking the same question at the same moment share one HTTP call) plus an LRU bound, and neither library
-does the first for coroutines. Failures are never cached: the next asker tries again.
+What is needed is *in-flight coalescing* (two metrics asking the same question at the same moment share
+one HTTP call) plus an LRU bound (:class:`~trace_scorer.providers.futures.FutureLRU`, which the
+embeddings' text cache shares). Failures are never cached: the next asker tries again.
+
+Not ``async-lru`` (2.4, whose ``alru_cache(key=…)`` does coalesce in-flight calls): it runs each call in a
+task of its own and drops the oldest entry even while its call is on its way, and it does not tell a
+caller whether its answer was shared. The judge needs the call to run in the asker's task (the metric
+deadline of ``Judge.bounded`` cancels the asker, and with it the call, whose tracing span closes as
+failed, and names the models still being asked), the bound to spare calls in flight, and "shared or not"
+to bill a shared answer once.
 """
 
 from __future__ import annotations
@@ -10,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
+
+from trace_scorer.providers.futures import FutureLRU
 
 T = TypeVar("T")
 
@@ -27,32 +35,33 @@ class RequestCache(Generic[T]):
     """Answers by request key, least-recently-used first out; ``max_entries=0`` turns it off."""
 
     def __init__(self, max_entries: int) -> None:
-        self._max = max_entries
-        self._entries: OrderedDict[str, asyncio.Future[T]] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
+        self._futures: FutureLRU[str, T] = FutureLRU(max_entries)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._futures)
+
+    @property
+    def hits(self) -> int:
+        return self._futures.hits
+
+    @property
+    def misses(self) -> int:
+        return self._futures.misses
 
     async def get_or_call(self, key: str, call: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
         """The answer for ``key`` and whether it came from the cache (or an identical call in flight)."""
-        if self._max <= 0:
-            self.misses += 1
+        if self._futures.max_entries <= 0:
+            self._futures.misses += 1
             return await call(), False
-        existing = self._entries.get(key)
+        existing = self._futures.known(key)
         if existing is not None:
-            self._entries.move_to_end(key)
-            self.hits += 1
             # shield: a waiter being cancelled must not cancel the shared call's future for the others.
             return await asyncio.shield(existing), True
-        self.misses += 1
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._entries[key] = future
+        future = self._futures.start(key)
         try:
             value = await call()
         except BaseException as exc:
-            self._entries.pop(key, None)
+            self._futures.forget(key, future)
             if isinstance(exc, asyncio.CancelledError):
                 future.cancel()
             else:
@@ -60,12 +69,5 @@ class RequestCache(Generic[T]):
                 future.exception()  # mark retrieved: no "never retrieved" warning when nobody waited
             raise
         future.set_result(value)
-        self._evict()
+        self._futures.evict()
         return value, False
-
-    def _evict(self) -> None:
-        while len(self._entries) > self._max:
-            key, oldest = next(iter(self._entries.items()))
-            if not oldest.done():  # never drop a call in flight; the bound is soft while calls run
-                break
-            del self._entries[key]

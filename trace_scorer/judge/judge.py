@@ -170,7 +170,8 @@ class Judge:
         return None
 
     def use_deadline(self, deadline: Deadline) -> None:
-        """Use ``deadline`` for the metric deadline and every provider's request deadline (tests)."""
+        """Use ``deadline`` for the metric deadline and every provider's request deadline.
+        For tests and benches only."""
         self.deadline = deadline
         for provider in self._providers.values():
             provider.deadline = deadline
@@ -209,7 +210,8 @@ class Judge:
 
     def structured_mode(self, model: str) -> str:
         """The structured-output mode ``model`` (``provider/model-id``) is asked in now: its provider's
-        ``structured_output``, or the mode it stepped down to (``check`` shows it)."""
+        ``structured_output``, or the mode it stepped down to (``check``'s probe reads it on its own path).
+        For tests and benches only."""
         ref = self._models[model]
         return self._providers[ref.provider].mode(ref.model_id)
 
@@ -504,6 +506,7 @@ class Judge:
 
     @property
     def cache_stats(self) -> dict[str, int]:
+        """Hits, misses and entries of the request cache. For tests and benches only."""
         return {"hits": self._cache.hits, "misses": self._cache.misses, "entries": len(self._cache)}
 
     def share_rates(self, gate_for: GateFor) -> None:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from trace_scorer.config.common import errors_in_one_line
 from trace_scorer.config.judge import StructuredOutput
 
 T = TypeVar("T", bound=BaseModel)
@@ -126,7 +127,8 @@ def request_fields(mode: StructuredOutput, name: str, schema: dict[str, Any]) ->
 
 
 def response_format(mode: StructuredOutput, schema: type[BaseModel]) -> dict[str, Any] | None:
-    """The ``response_format`` request parameter for ``mode`` (None: the mode sends none)."""
+    """The ``response_format`` request parameter for ``mode`` (None: the mode sends none); requests are
+    built by :func:`request_fields`. For tests and benches only."""
     fields = request_fields(mode, schema_name(schema), strict_json_schema(schema))
     fmt: dict[str, Any] | None = fields.get("response_format")
     return fmt
@@ -152,14 +154,6 @@ def extract_json_text(text: str) -> str:
     return stripped[start : end + 1]
 
 
-def _describe(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "(root)"
-        problems.append(f"{where}: {error['msg']}")
-    return "; ".join(problems)
-
-
 def parse_answer(text: str | None, schema: type[T], context: dict[str, Any] | None = None) -> T:
     """Validate the model's text against ``schema`` (``context`` reaches the schema's validators)."""
     if text is None or not text.strip():
@@ -172,4 +166,5 @@ def parse_answer(text: str | None, schema: type[T], context: dict[str, Any] | No
     try:
         return schema.model_validate_json(candidate, context=context)
     except ValidationError as exc:
-        raise AnswerRejected(f"the JSON does not match the required format: {_describe(exc)}") from None
+        problems = errors_in_one_line(exc, root="(root)", as_raised=True)
+        raise AnswerRejected(f"the JSON does not match the required format: {problems}") from None

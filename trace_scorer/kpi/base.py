@@ -49,6 +49,9 @@ class KpiFormula(ABC, Generic[OptionsT]):
     Class attributes:
       key: the formula's name, as written in ``formula = "weighted_sum"`` (its key in the registry).
       Options: pydantic model of the entry's other keys (validated at start-up, errors naming the key).
+      value_range: the (low, high) bounds of its values, ``None`` for no bound: the range of the KPI's
+        score config in Langfuse. Unbounded unless declared (a weighted sum or an expression may leave
+        [0, 1]); ``threshold`` declares (0, 1).
 
     An instance is the formula bound to one target: ``metric_names`` are the target's per-sample metric
     score names (the default inputs of ``average``, ``min``, ``max``). The constructor raises ValueError
@@ -57,6 +60,7 @@ class KpiFormula(ABC, Generic[OptionsT]):
 
     key: ClassVar[str]
     Options: ClassVar[type[FormulaOptions]] = FormulaOptions
+    value_range: ClassVar[tuple[float | None, float | None]] = (None, None)
 
     def __init__(self, options: OptionsT, metric_names: tuple[str, ...]) -> None:
         self.options = options
@@ -97,6 +101,8 @@ class Kpi:
     inputs: tuple[str, ...]
     compute: Compute
     description: str
+    #: The formula's declared bounds (:attr:`KpiFormula.value_range`).
+    value_range: tuple[float | None, float | None] = (None, None)
 
     def evaluate(self, results: Mapping[str, Outcome]) -> Outcome:
         values: dict[str, float] = {}

@@ -132,6 +132,7 @@ class ThresholdFormula(KpiFormula[ThresholdOptions]):
 
     key: ClassVar[str] = "threshold"
     Options: ClassVar[type[ThresholdOptions]] = ThresholdOptions
+    value_range: ClassVar[tuple[float | None, float | None]] = (0.0, 1.0)
 
     def inputs(self) -> tuple[str, ...]:
         return (self.options.metric,)
@@ -246,4 +247,4 @@ def build_kpi(entry: KpiSpec, metric_names: tuple[str, ...]) -> Kpi:
     """Compile one ``[[targets.kpis]]`` entry. ``metric_names``: the target's metric score names,
     used when ``metrics`` is omitted. Raises ValueError (with the reason) on a bad expression."""
     formula = installed_formulas()[entry.formula](entry.options, metric_names)
-    return Kpi(entry.name, entry.formula, formula.inputs(), formula.compute, formula.describe())
+    return Kpi(entry.name, entry.formula, formula.inputs(), formula.compute, formula.describe(), formula.value_range)

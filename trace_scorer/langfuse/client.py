@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from importlib import metadata
 from types import TracebackType
 
 import httpx
 import structlog
-from langfuse.api import AsyncLangfuseAPI
 from langfuse.api.core.datetime_utils import serialize_datetime
 
+import trace_scorer
 from trace_scorer.config.common import ConfigError, public_url
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.clock import Clock, SystemClock
@@ -55,13 +54,6 @@ SDK_NAME = "trace-scorer"
 _NOT_SERVED = frozenset({404, 405, 501})
 
 
-def _version() -> str:
-    try:
-        return metadata.version("trace-scorer")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
 class LangfuseClient:
     """Typed, async access to one Langfuse project. Use ``async with`` or call :meth:`aclose`."""
 
@@ -88,17 +80,7 @@ class LangfuseClient:
         timeout = httpx.Timeout(settings.timeout, connect=connect_timeout or settings.timeout)
         self._http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=True)
         secret = settings.secret_key.get_secret_value()
-        version = _version()
-        self.api = AsyncLangfuseAPI(
-            base_url=self.base_url,
-            username=settings.public_key,
-            password=secret,
-            x_langfuse_sdk_name=SDK_NAME,
-            x_langfuse_sdk_version=version,
-            x_langfuse_public_key=settings.public_key,
-            timeout=settings.timeout,
-            httpx_client=self._http,
-        )
+        version = trace_scorer.__version__
         self.policy = LangfuseRetryPolicy(settings.retry, self.clock, self.stats)
         self.transport = Transport(
             base_url=self.base_url,
@@ -116,9 +98,9 @@ class LangfuseClient:
             max_answer_bytes=settings.max_answer_bytes,
             deadline=settings.deadline,
         )
-        self._items = DatasetItemCache(self.transport, self.api, self.clock)
+        self._items = DatasetItemCache(self.transport, self.clock)
         self._expand_metadata = tuple(expand_metadata)
-        self.score_configs = ScoreConfigs(transport=self.transport, api=self.api, policy=self.policy)
+        self.score_configs = ScoreConfigs(transport=self.transport, policy=self.policy)
         #: Known score configs by name; the score poster fills ``configId`` and checks ranges from it.
         self.configs: dict[str, ScoreConfig] = {}
         self._generation: ApiGeneration | None = None
@@ -262,7 +244,6 @@ class LangfuseClient:
         if generation is ApiGeneration.V4:
             self._reads = V4Reader(
                 transport=self.transport,
-                api=self.api,
                 settings=self.settings,
                 items=self._items,
                 clock=self.clock,
@@ -271,7 +252,6 @@ class LangfuseClient:
         else:
             self._reads = V3Reader(
                 transport=self.transport,
-                api=self.api,
                 settings=self.settings,
                 items=self._items,
                 capabilities=self.capabilities,

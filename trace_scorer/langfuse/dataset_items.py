@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from langfuse.api import AsyncLangfuseAPI
-
 from trace_scorer.langfuse.clock import Clock
 from trace_scorer.langfuse.endpoints import DATASET_GET, DATASET_ITEM_GET
 from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
@@ -28,9 +26,8 @@ MAX_ITEMS_PER_DATASET = 20_000
 class DatasetsByName:
     """``GET /api/public/v2/datasets/{name}`` once per name (every server generation has it, 2.x too)."""
 
-    def __init__(self, transport: Transport, api: AsyncLangfuseAPI) -> None:
+    def __init__(self, transport: Transport) -> None:
         self._transport = transport
-        self._api = api
         self._datasets: dict[str, Dataset] = {}
 
     async def get(self, name: str) -> Dataset:
@@ -46,9 +43,8 @@ class DatasetsByName:
 class DatasetItemCache:
     """``GET /api/public/dataset-items/{id}`` once per item and TTL; a missing item is cached as None."""
 
-    def __init__(self, transport: Transport, api: AsyncLangfuseAPI, clock: Clock) -> None:
+    def __init__(self, transport: Transport, clock: Clock) -> None:
         self._transport = transport
-        self._api = api
         self._clock = clock
         self._by_dataset: dict[str, dict[str, tuple[float, Mapping[str, Any] | None]]] = {}
 

@@ -28,7 +28,6 @@ from typing import Any
 from urllib.parse import quote
 
 import structlog
-from langfuse.api import AsyncLangfuseAPI
 
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.dataset_items import DatasetItemCache, DatasetsByName
@@ -95,14 +94,12 @@ class V3Reader:
         self,
         *,
         transport: Transport,
-        api: AsyncLangfuseAPI,
         settings: LangfuseSettings,
         items: DatasetItemCache,
         capabilities: ServerCapabilities = UNKNOWN_SERVER,
     ) -> None:
         self.capabilities = capabilities
         self._transport = transport
-        self._api = api
         self._settings = settings
         self._limit = min(settings.page_size, LEGACY_MAX_LIMIT)
         self._items = items
@@ -110,9 +107,9 @@ class V3Reader:
         self._listed: OrderedDict[str, frozenset[str]] = OrderedDict()
         #: False once the server showed it ignores ``toStartTime`` (an old 2.x): trace bodies one by one.
         self._bulk_reads = True
-        #: Traces of bulk reads that were read on their own after all (tests, logs).
+        #: Traces of bulk reads that were read on their own after all. For tests and benches only.
         self.bulk_fallbacks = 0
-        self._datasets = DatasetsByName(transport, api)
+        self._datasets = DatasetsByName(transport)
         #: Dataset names by id, as listed (2.x reads a run's items under its dataset's name).
         self._dataset_names: dict[str, str] = {}
         #: 2.x: the items that came with a run when it was counted, until they are read.
@@ -143,9 +140,7 @@ class V3Reader:
 
     # --- traces ------------------------------------------------------------------------------
 
-    async def list_trace_roots(
-        self, window: TimeWindow, trace_filter: TraceFilter
-    ) -> AsyncGenerator[TraceRoot, None]:
+    async def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncGenerator[TraceRoot, None]:
         """Traces with a timestamp in ``window`` that match the filter, oldest first, each once."""
         params: dict[str, QueryValue] = {
             **v3_traces_query(window, trace_filter),

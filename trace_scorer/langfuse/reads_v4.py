@@ -1,24 +1,28 @@
 """Reads from a Langfuse v4 server: observations (v2 API), experiments and experiment items.
 
-Through the ``langfuse`` package's generated client, cursor-paged — except the observation pages, read
-as plain JSON through the same transport (see ``_observation_pages``). Observation rows are handed on
-as the JSON Langfuse sent (input/output raw strings; fields of groups not requested are absent).
+Cursor-paged, read as plain JSON through the transport (the query encoded as the ``langfuse`` package's
+generated client encodes it). Observation rows are handed on as the JSON Langfuse sent (input/output raw
+strings; fields of groups not requested are absent).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import aclosing, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from langfuse.api import AsyncLangfuseAPI
 from langfuse.api.core.datetime_utils import serialize_datetime
-from langfuse.api.core.http_response import AsyncHttpResponse
-from langfuse.api.core.request_options import RequestOptions
 
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.clock import Clock
@@ -46,6 +50,7 @@ from trace_scorer.langfuse.types import (
     TraceRoot,
     TraceRows,
 )
+from trace_scorer.rows import json_in_text
 from trace_scorer.times import parse_timestamp
 
 log = structlog.get_logger(__name__)
@@ -64,8 +69,6 @@ MIN_PAGE_SIZE = 10
 #: Server maximum page size of the experiments endpoints.
 EXPERIMENTS_MAX_LIMIT = 100
 
-Send = Callable[[RequestOptions], Awaitable[AsyncHttpResponse[Any]]]
-
 
 def _camel(name: str) -> str:
     """``from_start_time`` → ``fromStartTime`` (the API's query parameter names)."""
@@ -82,21 +85,19 @@ class V4Reader:
         self,
         *,
         transport: Transport,
-        api: AsyncLangfuseAPI,
         settings: LangfuseSettings,
         items: DatasetItemCache,
         clock: Clock,
         expand_metadata: Sequence[str] = (),
     ) -> None:
         self._transport = transport
-        self._api = api
         self._settings = settings
         self._items = items
         self._clock = clock
         self._slack = timedelta(seconds=settings.trace_slack)
         #: Metadata keys returned untruncated (Langfuse cuts metadata values at 200 characters).
         self._expand_metadata = ",".join(expand_metadata) or None
-        self._datasets = DatasetsByName(transport, api)
+        self._datasets = DatasetsByName(transport)
         #: Rows per observation page; halved when Langfuse finds a read too heavy (422).
         self.page_size = settings.page_size
         self.scanner = TraceScanner(
@@ -110,18 +111,13 @@ class V4Reader:
 
     # --- paging ------------------------------------------------------------------------------
 
-    async def _cursor_pages(
-        self,
-        endpoint: Endpoint,
-        request: Callable[[str | None, RequestOptions], Awaitable[AsyncHttpResponse[Any]]],
-    ) -> AsyncGenerator[list[Row], None]:
-        """Follow ``meta.cursor`` until it is absent (through the generated client)."""
+    def _cursor_pages(self, endpoint: Endpoint, params: Mapping[str, QueryValue]) -> AsyncGenerator[list[Row], None]:
+        """Follow ``meta.cursor`` until it is absent, ``params`` on every page."""
 
         async def body(cursor: str | None) -> Any:
-            return (await self._transport.call(endpoint, functools.partial(request, cursor))).body
+            return (await self._transport.plain(endpoint, endpoint.path, params={**params, "cursor": cursor})).body
 
-        async for page in self._body_pages(endpoint, body):
-            yield page
+        return self._body_pages(endpoint, body)
 
     async def _body_pages(
         self, endpoint: Endpoint, fetch: Callable[[str | None], Awaitable[Any]]
@@ -298,25 +294,22 @@ class V4Reader:
             return
         dataset_ids = ",".join(sorted({d.id for d in datasets}))
 
-        async def request(cursor: str | None, options: RequestOptions) -> AsyncHttpResponse[Any]:
-            response: AsyncHttpResponse[Any] = await self._api.experiments.with_raw_response.list(
-                from_start_time=since,
-                to_start_time=until,
-                dataset_id=dataset_ids,
-                fields=EXPERIMENT_FIELDS,
-                limit=min(self._settings.page_size, EXPERIMENTS_MAX_LIMIT),
-                cursor=cursor,
-                request_options=options,
-            )
-            return response
-
+        params: dict[str, QueryValue] = {
+            "fields": EXPERIMENT_FIELDS,
+            "limit": min(self._settings.page_size, EXPERIMENTS_MAX_LIMIT),
+            "fromStartTime": serialize_datetime(since),
+            "toStartTime": serialize_datetime(until) if until is not None else None,
+            "datasetId": dataset_ids,
+        }
         seen: set[str] = set()
-        async for page in self._cursor_pages(EXPERIMENTS, request):
+        async for page in self._cursor_pages(EXPERIMENTS, params):
             for row in page:
-                if row["id"] in seen:
-                    continue
-                seen.add(row["id"])
-                yield _experiment(row)
+                with _readable(EXPERIMENTS):
+                    if row["id"] in seen:
+                        continue
+                    seen.add(row["id"])
+                    experiment = _experiment(row)
+                yield experiment
 
     async def list_experiment_items(self, experiment: Experiment, since: datetime) -> AsyncIterator[ExperimentItem]:
         """The experiment's items started since ``since``, each once, with the expected output.
@@ -325,24 +318,21 @@ class V4Reader:
         item (cached per dataset).
         """
 
-        async def request(cursor: str | None, options: RequestOptions) -> AsyncHttpResponse[Any]:
-            response: AsyncHttpResponse[Any] = await self._api.experiments.with_raw_response.list_items(
-                from_start_time=since,
-                experiment_id=experiment.id,
-                fields=EXPERIMENT_ITEM_FIELDS,
-                limit=min(self._settings.page_size, EXPERIMENTS_MAX_LIMIT),
-                cursor=cursor,
-                request_options=options,
-            )
-            return response
-
+        params: dict[str, QueryValue] = {
+            "fields": EXPERIMENT_ITEM_FIELDS,
+            "limit": min(self._settings.page_size, EXPERIMENTS_MAX_LIMIT),
+            "fromStartTime": serialize_datetime(since),
+            "experimentId": experiment.id,
+        }
         seen: set[str] = set()
-        async for page in self._cursor_pages(EXPERIMENT_ITEMS, request):
+        async for page in self._cursor_pages(EXPERIMENT_ITEMS, params):
             for row in page:
-                if row["id"] in seen:
-                    continue
-                seen.add(row["id"])
-                yield await self._experiment_item(row)
+                with _readable(EXPERIMENT_ITEMS):
+                    if row["id"] in seen:
+                        continue
+                    seen.add(row["id"])
+                    item = await self._experiment_item(row)
+                yield item
 
     async def _experiment_item(self, row: Mapping[str, Any]) -> ExperimentItem:
         """One item row as an :class:`ExperimentItem`.
@@ -381,6 +371,16 @@ class V4Reader:
         )
 
 
+@contextmanager
+def _readable(endpoint: Endpoint) -> Iterator[None]:
+    """A row without a required field (or not an object) is the server's fault: a
+    :class:`LangfuseResponseError` naming the endpoint, as the package's models raised it."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError) as error:
+        raise LangfuseResponseError(endpoint=endpoint.label, detail=f"unreadable row: {error!r}") from None
+
+
 def _experiment(row: Mapping[str, Any]) -> Experiment:
     end = row.get("endTime")
     return Experiment(
@@ -415,10 +415,4 @@ def _json_value(value: Any) -> Any:
 
     A string that is not JSON stays a string, and so does one holding a JSON number, boolean or null
     (``"2"`` is as likely the text ``2`` as the number, and ``"null"`` must not read as "absent")."""
-    if not isinstance(value, str) or value.strip()[:1] not in ("{", "[", '"'):
-        return value
-    try:
-        parsed = json.loads(value)
-    except (ValueError, RecursionError):
-        return value
-    return parsed if isinstance(parsed, dict | list | str) else value
+    return json_in_text(value, '{["', skip_blanks=True)

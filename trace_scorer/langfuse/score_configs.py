@@ -12,16 +12,11 @@ it end up on the same config. Lists and creates are read as plain JSON (only the
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from langfuse.api import AsyncLangfuseAPI
-from langfuse.api.core.api_error import ApiError
-from langfuse.api.core.http_response import AsyncHttpResponse
-from langfuse.api.core.request_options import RequestOptions
 
 from trace_scorer.config.common import SCORE_NAME_PATTERN, ConfigError
 from trace_scorer.langfuse.endpoints import SCORE_CONFIGS_CREATE, SCORE_CONFIGS_LIST
@@ -75,12 +70,10 @@ class ScoreConfigs:
         self,
         *,
         transport: Transport,
-        api: AsyncLangfuseAPI,
         policy: LangfuseRetryPolicy,
         capabilities: ServerCapabilities = UNKNOWN_SERVER,
     ) -> None:
         self._transport = transport
-        self._api = api
         self._policy = policy
         #: What the server can do (2.x: ranges are exclusive, so configs are created without one).
         self.capabilities = capabilities
@@ -150,8 +143,9 @@ class ScoreConfigs:
                 if found is not None:
                     return found
             first = False
-            send = functools.partial(self._send_create, spec)
-            answer = await self._transport.call(SCORE_CONFIGS_CREATE, send, retry=False)
+            answer = await self._transport.plain(
+                SCORE_CONFIGS_CREATE, SCORE_CONFIGS_CREATE.path, body=self.create_body(spec), retry=False
+            )
             created = score_config_from_json(answer.body) if _readable(answer.body) else None
             # Another replica may have created one too: everybody uses the oldest active one.
             chosen = await listed()
@@ -180,21 +174,6 @@ class ScoreConfigs:
             body["description"] = spec.description
         return body
 
-    async def _send_create(self, spec: ScoreConfigSpec, options: RequestOptions) -> AsyncHttpResponse[Any]:
-        """``POST /score-configs`` through the generated client's HTTP client, without its model: the
-        answer is read as plain JSON (the transport reads ``_response``), errors raised as it raises them."""
-        http = self._api.score_configs.with_raw_response._client_wrapper.httpx_client
-        response = await http.request(
-            SCORE_CONFIGS_CREATE.path.lstrip("/"), method="POST", json=self.create_body(spec), request_options=options
-        )
-        if not response.is_success:
-            try:
-                body: Any = response.json()
-            except ValueError:
-                body = response.text
-            raise ApiError(status_code=response.status_code, headers=dict(response.headers), body=body)
-        return AsyncHttpResponse(response=response, data=None)
-
     def _check_compatible(self, spec: ScoreConfigSpec, config: ScoreConfig) -> None:
         if (
             self.capabilities.config_ranges_exclusive
@@ -215,8 +194,7 @@ def _unique_specs(specs: Sequence[ScoreConfigSpec]) -> dict[str, ScoreConfigSpec
     for spec in specs:
         if not SCORE_NAME_PATTERN.match(spec.name):
             raise ConfigError(
-                f"score name {spec.name!r} is not valid in Langfuse: at most 35 characters of letters, "
-                "digits, '_ .()-'"
+                f"score name {spec.name!r} is not valid in Langfuse: at most 35 characters of letters, digits, '_ .()-'"
             )
         if spec.data_type == "CATEGORICAL" and not spec.categories:
             raise ConfigError(f"score {spec.name!r}: a CATEGORICAL score config needs categories")

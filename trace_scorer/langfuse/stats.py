@@ -46,7 +46,7 @@ class RequestStats:
         return sum(self.retries.values())
 
     def snapshot(self) -> dict[str, object]:
-        """A plain, JSON-ready copy (for a log event or an exporter)."""
+        """A plain, JSON-ready copy (for a log event or an exporter: none uses it yet). For tests and benches only."""
         return {
             "requests": [
                 {"endpoint": e, "outcome": o, "count": n} for (e, o), n in sorted(self.requests.items())

@@ -78,7 +78,7 @@ class TraceScanner:
         self._max_rows_per_trace = max_rows_per_trace
         self._slack = slack
         self._now = now
-        #: How often a window was too full and split.
+        #: How often a window was too full and split. For tests and benches only.
         self.splits = 0
         #: Most rows held at once (for tests and logs).
         self.peak_rows = 0

@@ -1,10 +1,9 @@
 """The one place requests leave for Langfuse: budget, retries, counters and error mapping.
 
-Two kinds of call, with the same Basic auth, budget and retries: :meth:`Transport.call` through the
-``langfuse`` package's generated client (its own retries off), and :meth:`Transport.plain`, plain httpx
-returning the JSON as sent — for the legacy endpoints the package no longer has, and for every answer
-read tolerantly (older servers leave out fields the package's newest models require; observation pages
-are too large to parse into models).
+One kind of call, :meth:`Transport.plain`: httpx with Basic auth, the SDK headers, the budget and
+retries, returning the JSON as sent. Not the ``langfuse`` package's generated client: the legacy
+endpoints are gone from it, older servers leave out fields its newest models require, observation pages
+are too large to parse into its models, and its raw JSON is reachable only through private attributes.
 Errors come out typed (:mod:`.errors`) with the server's message and never a secret.
 
 Every attempt has a total deadline (``[langfuse] request_deadline``, else 3 × ``timeout``) around the whole
@@ -22,19 +21,13 @@ An answer is read a chunk at a time and stops once longer than ``max_answer_byte
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import httpx
-import pydantic
-from langfuse.api.core.api_error import ApiError
-from langfuse.api.core.http_response import AsyncHttpResponse
-from langfuse.api.core.request_options import RequestOptions
 
 from trace_scorer import progress
 from trace_scorer.langfuse.clock import Clock, ServerTime
@@ -49,33 +42,12 @@ from trace_scorer.langfuse.errors import (
 )
 from trace_scorer.langfuse.retry import LangfuseRetryPolicy, RequestBudget, parse_retry_after
 from trace_scorer.langfuse.stats import RequestStats
-
-T = TypeVar("T")
-
-#: Per-call options for the generated client: its built-in retries (which also resend POSTs) off.
-NO_RETRIES: RequestOptions = {"max_retries": 0}
+from trace_scorer.providers.deadline import Deadline, system_deadline
 
 QueryValue = str | int | bool | Sequence[str] | None
 
-#: ``deadline(seconds)``: an async context manager that cancels its body and raises ``TimeoutError`` once
-#: ``seconds`` have passed (``asyncio.timeout``, the default; tests inject one they expire on an event).
-Deadline = Callable[[float], AbstractAsyncContextManager[object]]
-
 #: Without an explicit deadline, a request may take this many of the HTTP client's read timeouts in all.
 DEADLINE_TIMEOUTS = 3
-
-
-def _system_deadline(seconds: float) -> AbstractAsyncContextManager[object]:
-    return asyncio.timeout(seconds)
-
-
-@dataclass(frozen=True, slots=True)
-class ClientAnswer(Generic[T]):
-    """A 2xx answer: status, the package's parsed model, and the body as plain JSON."""
-
-    status: int
-    data: T
-    body: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +90,7 @@ class Transport:
         self.deadline_seconds = deadline if deadline is not None else DEADLINE_TIMEOUTS * (read_timeout or 30.0)
         self.max_answer_bytes = max_answer_bytes
         #: What bounds one attempt by :attr:`deadline_seconds` (``asyncio.timeout``; tests inject their own).
-        self.deadline: Deadline = _system_deadline
+        self.deadline: Deadline = system_deadline
         hooks = http.event_hooks
         http.event_hooks = {
             "request": [*hooks["request"], _report_sending],
@@ -132,62 +104,6 @@ class Transport:
             detail=f"no complete answer within {self.deadline_seconds:g}s (request_deadline)",
         )
 
-    async def call(
-        self,
-        endpoint: Endpoint,
-        send: Callable[[RequestOptions], Awaitable[AsyncHttpResponse[T]]],
-        *,
-        retry: bool = True,
-    ) -> ClientAnswer[T]:
-        """One generated-client call (``send(NO_RETRIES)``), with our budget and (unless told) retries.
-
-        ``retry=False`` is for requests that are not idempotent: the caller decides what to do.
-        """
-
-        async def attempt() -> ClientAnswer[T]:
-            await self.budget.acquire()
-            started = time.perf_counter()
-
-            def count(outcome: str) -> None:
-                self._stats.count_request(endpoint.label, outcome, time.perf_counter() - started)
-
-            try:
-                async with self.deadline(self.deadline_seconds):
-                    response = await send(NO_RETRIES)
-            except TimeoutError:
-                count("timeout")
-                raise self._overdue(endpoint) from None
-            except ApiError as error:
-                status = error.status_code or 0
-                count(str(status))
-                self.server_time.observe(_header(error.headers or {}, "date"))
-                raise self._error(endpoint, status, error.headers or {}, error.body) from None
-            except httpx.TimeoutException as error:
-                count("timeout")
-                raise LangfuseTransportError(
-                    endpoint=endpoint.label, kind="timeout", detail=_detail(error)
-                ) from None
-            except httpx.TransportError as error:
-                count("connection_error")
-                raise LangfuseTransportError(
-                    endpoint=endpoint.label, kind="connection_error", detail=_detail(error)
-                ) from None
-            except pydantic.ValidationError as error:
-                count("invalid_response")
-                raise LangfuseResponseError(endpoint=endpoint.label, detail=_short(str(error))) from None
-            # The generated client exposes headers and the parsed model only; the rows we hand on are
-            # the plain JSON as Langfuse sent it (absent fields stay absent), so read the raw response.
-            raw = response._response
-            count(str(raw.status_code))
-            self.server_time.observe(raw.headers.get("date"))
-            answer = ClientAnswer(status=raw.status_code, data=response.data, body=raw.json())
-            _release(raw)
-            return answer
-
-        if not retry:
-            return await attempt()
-        return await self._policy.run(endpoint.label, attempt)
-
     async def plain(
         self,
         endpoint: Endpoint,
@@ -196,8 +112,11 @@ class Transport:
         params: Mapping[str, QueryValue] | None = None,
         body: Any = None,
         accept: Sequence[int] = (),
+        retry: bool = True,
     ) -> PlainAnswer:
-        """A plain httpx call answered with JSON; 2xx and ``accept`` statuses are answers."""
+        """A plain httpx call answered with JSON; 2xx and ``accept`` statuses are answers.
+
+        ``retry=False`` is for requests that are not idempotent: the caller decides what to do."""
         query = _query(params or {})
 
         async def attempt() -> PlainAnswer:
@@ -213,7 +132,10 @@ class Transport:
                         raw = await self._read_capped(response)
                     finally:
                         await response.aclose()
-                        response.stream = httpx.ByteStream(b"")  # the body is in ``raw``: see _release
+                        # httpx ties every response to its body stream in a reference cycle (the stream
+                        # refers back to it), so each page, up to megabytes, waited for the cyclic garbage
+                        # collector. The body is in ``raw``: the stream can let go of the response.
+                        response.stream = httpx.ByteStream(b"")
             except LangfuseAnswerTooLarge as error:
                 self._stats.count_request(endpoint.label, "too_large", time.perf_counter() - started)
                 progress.moving()  # the server answered: asking again for less is progress too
@@ -223,9 +145,7 @@ class Transport:
                 raise self._overdue(endpoint) from None
             except httpx.TimeoutException as error:
                 self._stats.count_request(endpoint.label, "timeout", time.perf_counter() - started)
-                raise LangfuseTransportError(
-                    endpoint=endpoint.label, kind="timeout", detail=_detail(error)
-                ) from None
+                raise LangfuseTransportError(endpoint=endpoint.label, kind="timeout", detail=_detail(error)) from None
             except httpx.TransportError as error:
                 self._stats.count_request(endpoint.label, "connection_error", time.perf_counter() - started)
                 raise LangfuseTransportError(
@@ -236,12 +156,12 @@ class Transport:
             content = _json_or_text(raw, response.charset_encoding)
             if response.is_success or response.status_code in accept:
                 if isinstance(content, str):
-                    raise LangfuseResponseError(
-                        endpoint=endpoint.label, detail=f"not JSON: {_short(content)}"
-                    )
+                    raise LangfuseResponseError(endpoint=endpoint.label, detail=f"not JSON: {_short(content)}")
                 return PlainAnswer(status=response.status_code, body=content)
             raise self._error(endpoint, response.status_code, response.headers, content)
 
+        if not retry:
+            return await attempt()
         return await self._policy.run(endpoint.label, attempt)
 
     async def _read_capped(self, response: httpx.Response) -> bytes:
@@ -265,15 +185,11 @@ class Transport:
         if 200 <= status < 300:
             return LangfuseResponseError(endpoint=endpoint.label, detail=message)
         if status in (401, 403):
-            return LangfuseAuthError(
-                endpoint=endpoint.label, status=status, message=message, base_url=self.base_url
-            )
+            return LangfuseAuthError(endpoint=endpoint.label, status=status, message=message, base_url=self.base_url)
         if status == 404:
             return LangfuseNotFoundError(endpoint=endpoint.label, status=status, message=message)
         retry_after = parse_retry_after(_header(headers, "retry-after"), self._clock)
-        return LangfuseHTTPError(
-            endpoint=endpoint.label, status=status, message=message, retry_after=retry_after
-        )
+        return LangfuseHTTPError(endpoint=endpoint.label, status=status, message=message, retry_after=retry_after)
 
 
 def error_message(body: Any, status: int) -> str:
@@ -336,14 +252,6 @@ class _ReportingStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-
-def _release(response: httpx.Response) -> None:
-    """Let a read response be freed as soon as it is dropped. httpx ties every response to its body stream
-    in a reference cycle (the stream refers back to the response), so each page of observations, up to
-    megabytes, waited for the cyclic garbage collector. Once the body is read the stream is only its
-    bytes, as in a response built from them."""
-    response.stream = httpx.ByteStream(response.content)
 
 
 def _json_or_text(raw: bytes, encoding: str | None) -> Any:

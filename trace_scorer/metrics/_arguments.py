@@ -129,7 +129,8 @@ def canonicalizer(*, coerce_scalars: bool = False, casefold_strings: bool = Fals
 
 
 def values_equal(a: Any, b: Any, *, coerce_scalars: bool = False, casefold_strings: bool = False) -> bool:
-    """Whether two JSON values are equal under the argument-equality rule (convenience, not hot path)."""
+    """Whether two JSON values are equal under the argument-equality rule; metrics compare
+    :func:`canonicalizer` keys. For tests and benches only."""
     canon = canonicalizer(coerce_scalars=coerce_scalars, casefold_strings=casefold_strings)
     return bool(canon(a) == canon(b))
 

@@ -1,5 +1,6 @@
 """The base of the judged metrics: the ``models`` option, its start-up check, the fingerprint, and the
-outcome of a panel of judge models (:func:`panel_outcome`).
+outcome of a panel of judge models (:func:`panel_outcome`), and the judge's per-sample deadline
+(:func:`within_deadline`, what ``Metric.run`` calls for every metric that needs the judge).
 
 A judged metric's fingerprint carries the versions of the prompts it uses and what of the judge's
 configuration changes its answers (the models it runs on, the language, temperature, max tokens and
@@ -12,13 +13,38 @@ from collections.abc import Callable, Mapping
 from statistics import fmean
 from typing import Any, ClassVar, Literal, TypeVar
 
+import structlog
 from pydantic import field_validator
 
-from trace_scorer.judge.judge import Judge, JudgeRun
+from trace_scorer.judge.judge import Judge, JudgeRun, JudgeTimeout
 from trace_scorer.judge.panel import PanelResult
 from trace_scorer.judge.prompts import PromptTemplate
-from trace_scorer.metrics.base import Metric, MetricOptions
+from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
 from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
+from trace_scorer.sample import Sample
+
+log = structlog.get_logger(__name__)
+
+
+async def within_deadline(metric: Metric[Any], sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
+    """``metric.score`` within the judge's ``[judge] metric_deadline``: one that runs out is a Failed
+    ("judge did not answer within …", logged as ``judge_timeout`` with the models still being asked), so a
+    hanging judge never holds the batch's other scores back, and the worker's retry path scores it later."""
+    judge = metric.resources.judge
+    if not isinstance(judge, Judge):
+        return await metric.score(sample, inputs)
+    try:
+        return await judge.bounded(metric.score(sample, inputs))
+    except JudgeTimeout as exc:
+        log.warning(
+            "judge_timeout",
+            metric=metric.name,
+            sample=sample.id,
+            trace_id=sample.trace_id,
+            models=list(exc.models),
+            deadline_seconds=exc.seconds,
+        )
+        return Failed(str(exc))
 
 
 class JudgedOptions(MetricOptions):

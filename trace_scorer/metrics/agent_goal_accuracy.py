@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from trace_scorer.judge.panel import ModelSession, ModelVerdict, ask_panel, binary_comment
 from trace_scorer.judge.prompts import GOAL_COMPARE, GOAL_INFER, GOAL_WITH_REFERENCE
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
-from trace_scorer.metrics.base import MetricOutput, Outcome, Skipped
+from trace_scorer.metrics.base import MetricOutput
+from trace_scorer.outcomes import Outcome, Skipped
 from trace_scorer.sample import Sample
 
 Mode = Literal["auto", "with_reference", "without_reference"]
@@ -84,9 +85,7 @@ class AgentGoalAccuracy(JudgedMetric[AgentGoalAccuracyOptions]):
             return ModelVerdict(float(verdict.verdict), _label(verdict.verdict), verdict.reasoning)
 
         async def without_reference(session: ModelSession) -> ModelVerdict:
-            inferred = (
-                await session.ask(GOAL_INFER, schema=GoalInference, data={"conversation": conversation})
-            ).value
+            inferred = (await session.ask(GOAL_INFER, schema=GoalInference, data={"conversation": conversation})).value
             verdict = (
                 await session.ask(
                     GOAL_COMPARE,

@@ -26,7 +26,8 @@ from trace_scorer.judge.panel import (
 )
 from trace_scorer.judge.prompts import ASPECT
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
-from trace_scorer.metrics.base import MetricOutput, Outcome, Skipped
+from trace_scorer.metrics.base import MetricOutput
+from trace_scorer.outcomes import Outcome, Skipped
 from trace_scorer.sample import Sample
 
 
@@ -111,9 +112,7 @@ class AspectCritic(JudgedMetric[AspectCriticOptions]):
             outcome = panel_outcome(
                 result,
                 run,
-                comment=lambda r, _: binary_comment(
-                    r, yes="meets the criterion", no="does not meet the criterion"
-                ),
+                comment=lambda r, _: binary_comment(r, yes="meets the criterion", no="does not meet the criterion"),
                 details={
                     "definition": self.options.definition,
                     "strictness": strictness,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -21,9 +21,14 @@ from trace_scorer.config.common import refuse_booleans_for_numbers
 from trace_scorer.outcomes import DataType, Failed, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
+if TYPE_CHECKING:  # types only: importing trace_scorer.embeddings loads its builders
+    from trace_scorer.embeddings.base import Embedder
+    from trace_scorer.judge.definition import JudgeDefinition
+
 __all__ = [
     "Failed",
     "GroupInput",
+    "JudgeResource",
     "Metric",
     "MetricOptions",
     "MetricOutput",
@@ -61,6 +66,17 @@ class GroupInput:
     aggregates: Mapping[str, Outcome] = field(default_factory=dict)
 
 
+R = TypeVar("R")
+
+
+class JudgeResource(Protocol):
+    """What the metric layer asks of ``Resources.judge`` (``trace_scorer.judge.Judge`` is one)."""
+
+    async def bounded(self, work: Awaitable[R]) -> R:
+        """``await work`` (one judged metric on one sample) within the judge's ``metric_deadline``."""
+        ...
+
+
 @dataclass
 class Resources:
     """Shared services a metric may declare a need for (see ``Metric.needs``).
@@ -68,13 +84,14 @@ class Resources:
     ``judge`` is the LLM judge (trace_scorer.judge), ``embedder`` the embedding models
     (trace_scorer.embeddings: an ``Embedder``, built by ``build_embedder``). They are
     ``None`` when not configured; the pipeline then skips the metrics that need them, with a reason.
+    ``resources.py`` opens them as their concrete types (``OpenResources``).
     """
 
-    judge: Any = None
-    embedder: Any = None
-    #: Langfuse's evaluators by name (``llm_judge`` with ``evaluator = "langfuse:NAME"``): a mapping of
-    #: ``judge.definition.JudgeDefinition``, loaded at start-up when a target names one; None: not loaded.
-    evaluators: Any = None
+    judge: JudgeResource | None = None
+    embedder: Embedder | None = None
+    #: Langfuse's evaluators by name (``llm_judge`` with ``evaluator = "langfuse:NAME"``), loaded at
+    #: start-up when a target names one; None: not loaded.
+    evaluators: Mapping[str, JudgeDefinition] | None = None
 
 
 OptionsT = TypeVar("OptionsT", bound=MetricOptions)
@@ -146,6 +163,15 @@ class Metric(ABC, Generic[OptionsT]):
 
     def missing_inputs(self, sample: Sample) -> list[str]:
         return [name for name in self.requires if getattr(sample, name) is None]
+
+    async def run(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
+        """:meth:`score` as the pipeline calls it: a metric that needs the judge within the judge's
+        per-sample deadline (``metrics/_judged.py``: ``within_deadline``), any other as it is."""
+        if "judge" in self.needs and self.resources.judge is not None:
+            from trace_scorer.metrics._judged import within_deadline  # it imports this module
+
+            return await within_deadline(self, sample, inputs)
+        return await self.score(sample, inputs)
 
     async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
         """Per-sample metrics: score one sample. ``inputs`` holds the results named by ``reads()``."""

@@ -26,7 +26,8 @@ from pydantic import Field, field_validator
 from sacrebleu.metrics.bleu import BLEU
 
 from trace_scorer.metrics._tokens import DEFAULT_MAX_CHARS, cap_text, cut_report
-from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Outcome, Resources, Score, Skipped
+from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Resources
+from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 #: sacrebleu tokenizers that fetch a SentencePiece model over the network when first used.

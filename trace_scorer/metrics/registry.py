@@ -105,7 +105,8 @@ class MetricRegistry:
         return [self._by_key[k] for k in self.keys()]
 
     def with_classes(self, *classes: MetricClass) -> MetricRegistry:
-        """A copy with more classes (tests and embedding applications register their own this way)."""
+        """A copy with more classes (tests and embedding applications register their own this way; the
+        command line registers plug-ins by entry point)."""
         return MetricRegistry([*self._by_key.values(), *classes], modules=self._modules)
 
 

@@ -36,7 +36,8 @@ from pydantic import Field
 from rapidfuzz.distance import LCSseq
 
 from trace_scorer.metrics._tokens import DEFAULT_MAX_CHARS, cap_text, cut_report, tokenize
-from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Outcome, Score, Skipped
+from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
+from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 _LABEL = {"f": "F", "precision": "precision", "recall": "recall"}
@@ -96,8 +97,7 @@ class Rouge(Metric[RougeOptions]):
         value = {"f": f, "precision": precision, "recall": recall}[opts.output]
         if response_tokens:
             comment = (
-                f"{opts.variant} {_LABEL[opts.output]} {value:.2f} "
-                f"(precision {precision:.2f}, recall {recall:.2f})"
+                f"{opts.variant} {_LABEL[opts.output]} {value:.2f} (precision {precision:.2f}, recall {recall:.2f})"
             )
         else:
             comment = f"{opts.variant} {_LABEL[opts.output]} 0.00: the response has no words"

@@ -32,7 +32,8 @@ from trace_scorer.metrics._arguments import (
     normalize_calls,
 )
 from trace_scorer.metrics._matching import Pair, assign, lcs_pairs
-from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Resources, Score
+from trace_scorer.metrics.base import Metric, MetricOutput, Resources
+from trace_scorer.outcomes import Outcome, Score
 from trace_scorer.sample import Sample, ToolCall
 
 

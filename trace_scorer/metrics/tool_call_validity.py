@@ -28,7 +28,8 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from pydantic import Field
 
-from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Outcome, Score, Skipped
+from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
+from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.patterns import SafePattern
 from trace_scorer.sample import Sample, ToolSpec
 
@@ -62,9 +63,7 @@ def _re2_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> It
             yield ValidationError(f"{instance[:60]!r} does not match {pattern!r}")
 
 
-def _re2_pattern_properties(
-    validator: Any, patterns: Any, instance: Any, schema: Any
-) -> Iterator[ValidationError]:
+def _re2_pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
     """``patternProperties`` on RE2, otherwise as jsonschema does it."""
     if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
         return

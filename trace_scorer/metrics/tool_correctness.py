@@ -28,7 +28,6 @@ Decisions (also in docs/metrics.md):
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -47,7 +46,9 @@ from trace_scorer.metrics._arguments import (
 )
 from trace_scorer.metrics._matching import assign
 from trace_scorer.metrics._tokens import has_cjk, normalize_text, word_runs
-from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Resources, Score, Skipped
+from trace_scorer.metrics.base import Metric, MetricOutput, Resources
+from trace_scorer.outcomes import Outcome, Score, Skipped
+from trace_scorer.rows import json_in_text
 from trace_scorer.sample import Sample, ToolCall
 
 COMPONENTS: Final = ("selection", "parameters", "sequence", "utilization")
@@ -108,15 +109,11 @@ def _is_empty_result(result: Any) -> bool:
 def _collect_texts(result: Any, out: list[str]) -> None:
     """Append the texts of a tool result's values (keys left out); JSON strings are looked into."""
     if isinstance(result, str):
-        if result.lstrip()[:1] in ("{", "["):
-            try:
-                parsed = json.loads(result)
-            except ValueError:
-                out.append(result)
-                return
-            _collect_texts(parsed, out)
-        else:
+        parsed = json_in_text(result, skip_blanks=True)
+        if parsed is result:
             out.append(result)
+        else:
+            _collect_texts(parsed, out)
     elif isinstance(result, dict):
         for value in result.values():
             _collect_texts(value, out)

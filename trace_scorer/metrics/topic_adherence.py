@@ -36,7 +36,8 @@ from trace_scorer.judge.panel import (
 from trace_scorer.judge.prompts import TOPICS, topic_list
 from trace_scorer.judge.structured import strict_json_schema
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
-from trace_scorer.metrics.base import MetricOutput, Outcome, Skipped
+from trace_scorer.metrics.base import MetricOutput
+from trace_scorer.outcomes import Outcome, Skipped
 from trace_scorer.sample import Sample
 
 Mode = Literal["f1", "precision", "recall"]
@@ -187,9 +188,7 @@ class TopicAdherence(JudgedMetric[TopicAdherenceOptions]):
             outcome = panel_outcome(
                 result,
                 run,
-                comment=lambda r, value: value_comment(
-                    r, what=mode, value=value, summary=_summary(r, reference)
-                ),
+                comment=lambda r, value: value_comment(r, what=mode, value=value, summary=_summary(r, reference)),
                 details={
                     "mode": mode,
                     "reference_topics": reference,

@@ -15,16 +15,21 @@ within :data:`WRITE_TIMEOUT`. (Before: beyond 32 connections every new one — `
 answered 503, so 40 idle connections failed every probe.)
 
 Why a hand-written HTTP/1.1 responder on ``asyncio.start_server`` and not ``aiohttp.web`` (a runtime
-dependency already) or prometheus-client's server:
+dependency already; weighed again for issue #25, on aiohttp 3.14) or prometheus-client's server:
 - it must run in the worker's own event loop, so that a blocked loop fails the probes (a server in a
   thread — prometheus-client's ``start_http_server`` — would keep answering "alive" for a dead loop),
-  and start and stop with the worker;
-- what makes it safe is the connection policy above, and aiohttp.web (3.x) has no cap on connections,
-  per client or in all, nor a hook to close another connection when one arrives: keeping the policy
-  would mean reaching into its protocol objects, more code than the small parser it would replace (its
-  keep-alive timer would stand in for :data:`HEAD_TIMEOUT`, not for the caps);
+  and start and stop with the worker; aiohttp.web would do that;
+- what makes it safe is the connection policy above, and aiohttp.web has no cap on connections, per
+  client or in all, nor a documented hook to close another connection when one arrives: the only place
+  is ``web.Server.connection_made``/``connection_lost``, undocumented internals of its low-level server
+  (the kind of access ``tests/unit/core/test_private_access.py`` exists to keep out);
+- it cannot give the answers the ops tests assert: a request head over :data:`MAX_HEAD_BYTES` is
+  answered 400 by aiohttp's parser (``LineTooLong`` is a ``BadHttpMessage``), not 431; and it has no
+  deadline for a request head to arrive (its keep-alive timer runs between requests, not within one),
+  so :data:`HEAD_TIMEOUT`'s 408 would go;
 - the surface is tiny and closed: GET/HEAD, no request bodies, no keep-alive (``Connection: close``),
-  a bounded request head. The body of ``/metrics`` still comes from prometheus-client's own encoders.
+  a bounded request head. The body of ``/metrics`` comes from prometheus-client's own encoders, through
+  :meth:`Telemetry.exposition` (``telemetry.py`` is the one module that imports prometheus-client).
 """
 
 from __future__ import annotations
@@ -38,7 +43,6 @@ from http import HTTPStatus
 from typing import Any
 
 import structlog
-from prometheus_client.exposition import choose_encoder
 
 from trace_scorer.ops.health import Health, Probe
 from trace_scorer.ops.telemetry import Telemetry
@@ -207,8 +211,7 @@ class OpsServer:
         if path == "/readyz":
             return _probe(self.health.readiness())
         if path == "/metrics":
-            encoder, content_type = choose_encoder(headers.get("accept", ""))
-            body = encoder(self.telemetry.registry)
+            body, content_type = self.telemetry.exposition(headers.get("accept", ""))
             if "gzip" in headers.get("accept-encoding", ""):
                 return Response(200, gzip.compress(body), content_type, (("Content-Encoding", "gzip"),))
             return Response(200, body, content_type)

@@ -30,14 +30,15 @@ from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from trace_scorer import __version__
-from trace_scorer.metrics.base import Outcome, Score, Skipped
 from trace_scorer.ops.health import Health
+from trace_scorer.outcomes import Outcome, Score, Skipped
 
 PREFIX = "trace_scorer"
 
@@ -243,6 +244,12 @@ class Telemetry:
     def _newest_snapshot(self) -> dict[str, float]:
         with self._newest_lock:
             return dict(self._newest)
+
+    def exposition(self, accept: str) -> tuple[bytes, str]:
+        """The registry in the format an ``Accept`` header asks for (Prometheus text, or OpenMetrics) and
+        its content type: prometheus-client's own encoders, for ``/metrics``."""
+        encoder, content_type = choose_encoder(accept)
+        return encoder(self.registry), content_type
 
     def export_health(self, health: Health) -> None:
         """Also export ``trace_scorer_up{probe}`` and ``trace_scorer_langfuse_up`` from ``health``."""

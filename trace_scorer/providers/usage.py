@@ -59,6 +59,7 @@ class UsageLedger:
         self._by_model[model] += usage
 
     def by_metric(self) -> dict[str, Usage]:
+        """Usage by metric (reports sum by model). For tests and benches only."""
         return dict(self._by_metric)
 
     def by_model(self) -> dict[str, Usage]:

@@ -181,7 +181,8 @@ class StateStore:
         self.run_in_transaction(write)
 
     def done_reason(self, target: str, subject: str) -> str | None:
-        """Why a subject in the ledger is done without scores (None: scored, or not in the ledger)."""
+        """Why a subject in the ledger is done without scores (None: scored, or not in the ledger).
+        For tests and benches only."""
         rows = self._backend.fetch("SELECT reason FROM ledger WHERE target = ? AND subject = ?", (target, subject))
         return None if not rows else rows[0][0]
 

@@ -27,8 +27,8 @@ import structlog
 
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject, ScoreToPost
-from trace_scorer.metrics.base import Failed, Score
 from trace_scorer.ops.telemetry import Telemetry
+from trace_scorer.outcomes import Failed, Score
 from trace_scorer.pipeline import Pipeline, SampleResult
 from trace_scorer.plan import TargetPlan
 from trace_scorer.providers.deadline import Deadline, system_deadline

@@ -32,7 +32,7 @@ from trace_scorer.langfuse.evaluators import evaluator_names, load_evaluators
 from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.plan import AnyMetric, TargetPlan, build_plans
-from trace_scorer.resources import open_resources
+from trace_scorer.resources import OpenResources, open_resources
 from trace_scorer.sample import Sample
 from trace_scorer.starter import read_samples
 from trace_scorer.state import check_state
@@ -303,7 +303,7 @@ def input_coverage(metrics: Sequence[AnyMetric], samples: Sequence[Sample]) -> l
     return lines
 
 
-async def print_model_probes(resources: Resources, console: Console) -> bool:
+async def print_model_probes(resources: OpenResources, console: Console) -> bool:
     """One tiny request to every judge and embedding model (judge/probe.py), printed; False when one
     cannot work."""
     from trace_scorer.judge.probe import probe_models

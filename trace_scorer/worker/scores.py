@@ -16,7 +16,8 @@ from typing import Any
 from trace_scorer import __version__
 from trace_scorer.langfuse import ScoreConfigSpec, ScoreSubject, ScoreToPost
 from trace_scorer.langfuse.types import ConfigCategory
-from trace_scorer.metrics.base import Failed, Metric, Outcome, Score, Skipped
+from trace_scorer.metrics.base import Metric
+from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.plan import TargetPlan
 
 #: Details larger than this (as JSON) are left out of the score's metadata, with a note saying so.
@@ -96,8 +97,8 @@ def scores_to_post(
 
 def config_specs(plan: TargetPlan) -> list[ScoreConfigSpec]:
     """One score config per score name: metrics and run-level results within the metric's declared
-    ``value_range`` ([0, 1] but for trace facts); KPIs unbounded except threshold KPIs (1/0), since a
-    weighted sum or an expression may leave [0, 1]."""
+    ``value_range`` ([0, 1] but for trace facts); KPIs within their formula's declared ``value_range``
+    (unbounded unless declared: a weighted sum or an expression may leave [0, 1])."""
     description = f"trace-scorer metric (target {plan.target.name})"
     specs = [
         metric_spec(metric, name, description)
@@ -105,12 +106,11 @@ def config_specs(plan: TargetPlan) -> list[ScoreConfigSpec]:
         for name in metric.output_names()
     ]
     for kpi in plan.group_kpis:
-        bounded = kpi.formula == "threshold"
         specs.append(
             ScoreConfigSpec(
                 kpi.name,
-                min_value=0.0 if bounded else None,
-                max_value=1.0 if bounded else None,
+                min_value=kpi.value_range[0],
+                max_value=kpi.value_range[1],
                 description=f"trace-scorer KPI: {kpi.description}"[:500],
             )
         )

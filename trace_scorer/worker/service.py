@@ -34,12 +34,11 @@ from trace_scorer.langfuse import (
     LangfuseError,
 )
 from trace_scorer.langfuse.evaluators import evaluator_names, load_evaluators, read_evaluator_paths
-from trace_scorer.metrics.base import Resources
 from trace_scorer.ops import Ops
 from trace_scorer.ops.health import Health
 from trace_scorer.pipeline import Pipeline
 from trace_scorer.plan import TargetPlan, build_plans
-from trace_scorer.resources import open_resources
+from trace_scorer.resources import OpenResources, open_resources
 from trace_scorer.state import StateError, StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
@@ -96,7 +95,7 @@ class Context:
     plans: dict[str, TargetPlan]
     sources: dict[str, Source]
     #: The judge and the embedder (None where not configured).
-    resources: Resources
+    resources: OpenResources
 
 
 async def open_context(

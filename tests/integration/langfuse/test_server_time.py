@@ -34,11 +34,11 @@ async def test_an_error_answer_dates_the_servers_time_too(
     assert client.transport.server_time.now() == moment
 
 
-async def test_a_read_through_the_packages_client_dates_the_servers_time(
+async def test_an_experiments_read_dates_the_servers_time(
     v4: InProcessLangfuse, make_client: MakeClient, clock: FakeClock
 ) -> None:
-    """Experiments are listed through the ``langfuse`` package's client (``Transport.call``): its errors
-    carry the server's Date as well."""
+    """Experiments were once listed through the ``langfuse`` package's client; their errors carry the
+    server's Date as well."""
     client = make_client(retry={"max_attempts": 1})
     await client.connect()
     moment = clock.now() + timedelta(hours=3)

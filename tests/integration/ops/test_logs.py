@@ -11,7 +11,7 @@ import pytest
 import structlog
 from pydantic import SecretStr
 
-from trace_scorer.logs import MAX_VALUE_CHARS, REDACTED, bind_context, configure_logging, redact_text, redact_value
+from trace_scorer.logs import MAX_VALUE_CHARS, REDACTED, configure_logging, redact_text, redact_value
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def lines(capsys: pytest.CaptureFixture[str]) -> Any:
 
 def test_json_lines_with_leading_keys_and_context(lines: Any) -> None:
     log = structlog.get_logger("trace_scorer.worker")
-    with bind_context(target="agent", trace_id="t-1"):
+    with structlog.contextvars.bound_contextvars(target="agent", trace_id="t-1"):
         log.info("trace_scored", scores=4)
     log.info("tick", traces_seen=3)
     first, second = lines()

@@ -90,3 +90,27 @@ def test_the_providers_sit_below_the_judge_and_the_embeddings() -> None:
     graph = part_graph()
     assert "judge" not in graph["embeddings"]
     assert not graph["providers"] & {"judge", "embeddings", "metrics"}
+
+
+def _imports_of(module: str) -> set[str]:
+    path = ROOT.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    return _imported(ast.parse(path.read_text(encoding="utf-8")), module, is_package=False)
+
+
+def test_the_pipeline_knows_metrics_not_the_judge() -> None:
+    """The judge's per-sample deadline lives in the judged-metric layer (metrics/_judged.py), issue #25."""
+    assert "trace_scorer.judge.judge" not in _imports_of("trace_scorer.pipeline")
+
+
+def test_the_outcomes_are_imported_from_outcomes_py() -> None:
+    """metrics/base.py re-exports them for plug-ins; trace_scorer's own modules name their home."""
+    outcomes = {"Score", "Skipped", "Failed", "Outcome"}
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in (
+                "trace_scorer.metrics.base",
+                "trace_scorer.metrics",
+            ):
+                found += [f"{path.relative_to(ROOT)}: {a.name}" for a in node.names if a.name in outcomes]
+    assert found == []

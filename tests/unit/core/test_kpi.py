@@ -196,3 +196,43 @@ def test_a_formula_is_one_class_in_the_registry() -> None:
     )
     with pytest.raises(ValidationError, match=r"scale\.metric\n  Field required"):
         ENTRY.validate_python({"name": "k", "formula": "scale"})
+
+
+class _ShareFormula(_ScaleFormula):
+    """A formula that declares its values' range (a share of a metric)."""
+
+    key: ClassVar[str] = "share"
+    value_range: ClassVar[tuple[float | None, float | None]] = (0.0, 100.0)
+
+
+def test_a_kpis_score_config_has_the_range_its_formula_declares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Langfuse's score config of a KPI: threshold's 0/1, a declared range, unbounded otherwise (issue 25)."""
+    from trace_scorer.config.targets import TargetSettings
+    from trace_scorer.plan import build_plan
+    from trace_scorer.worker.scores import config_specs
+
+    _formula_entries.cache_clear()
+    installed_formulas.cache_clear()
+    monkeypatch.setitem(FORMULAS, "share", _ShareFormula)
+    try:
+        target = TargetSettings.model_validate(
+            {
+                "name": "t",
+                "metrics": [{"metric": "tool_call_accuracy"}],
+                "kpis": [
+                    {"name": "passes", "formula": "threshold", "metric": "tool_call_accuracy", "threshold": 0.5},
+                    {"name": "sum", "formula": "weighted_sum", "weights": {"tool_call_accuracy": 2}},
+                    {"name": "percent", "formula": "share", "metric": "tool_call_accuracy", "factor": 100},
+                ],
+            }
+        )
+        specs = {spec.name: (spec.min_value, spec.max_value) for spec in config_specs(build_plan(target))}
+    finally:
+        monkeypatch.undo()
+        _formula_entries.cache_clear()
+        installed_formulas.cache_clear()
+    assert {name: specs[name] for name in ("passes", "sum", "percent")} == {
+        "passes": (0.0, 1.0),
+        "sum": (None, None),
+        "percent": (0.0, 100.0),
+    }

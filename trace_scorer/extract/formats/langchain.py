@@ -12,13 +12,13 @@ the result and its ``tool_call_id`` ties it to the call.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from trace_scorer.extract.formats.base import Format
 from trace_scorer.extract.model import Call, Notes, Role
 from trace_scorer.extract.toolcalls import read_tool_call
+from trace_scorer.rows import json_in_text
 
 ROLE_BY_TYPE = {
     "human": "user",
@@ -58,19 +58,12 @@ def unwrap(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return message
 
 
-def role_from_type(kind: str) -> str | None:
-    return ROLE_BY_TYPE.get(kind.lower())
-
-
 def is_tool_definition(message: Mapping[str, Any]) -> bool:
     """The CallbackHandler's appended tool definitions: a ``tool`` message with no call id whose
     content is an object (``{"type": "function", "function": {...}}`` or a raw tool's attributes)."""
     content = message.get("content")
     if isinstance(content, str) and content.startswith("{"):
-        try:
-            content = json.loads(content)
-        except (ValueError, RecursionError):
-            return False
+        content = json_in_text(content, "{")
         return isinstance(content, dict) and "function" in content
     return isinstance(content, dict)
 
