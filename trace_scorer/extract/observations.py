@@ -2,8 +2,9 @@
 
 An observation's sample is the extraction rooted at it: the observation and its descendants, read by
 :func:`extract_sample` as if they were a trace whose root is the observation. So a GENERATION gives its
-input messages (the conversation up to it), its answer, the tool calls it asked for, the tools it
-declared, its finish reason, latency, tokens and cost; an AGENT or CHAIN gives everything done under it;
+input messages (the conversation up to it) and its answer, the tool calls it asked for (those of its
+output: its input repeats earlier generations' calls), the tools it declared, its finish reason,
+latency, tokens and cost; an AGENT or CHAIN gives everything done under it;
 a TOOL gives its own execution (arguments, result, error). Where the subtree declares no tools (a TOOL, an
 AGENT whose generations were not recorded), the tools declared by the trace's latest generation that
 started before it are taken: the context a call is validated against.
@@ -92,8 +93,14 @@ def _sample(
 ) -> Sample:
     rows, cut = subtree(row, children)
     # The observation is the root of its extraction (its parent is not among the rows).
-    rows[0] = {**row, "parentObservationId": None, "isRootObservation": True}
+    root = {**row, "parentObservationId": None, "isRootObservation": True}
+    rows[0] = root
     sample = extract_sample(rows, references=references, trace_id=trace_id)
+    if str(row.get("type", "")).upper() == "GENERATION" and len(rows) == 1 and sample.tool_calls is not None:
+        # A generation's input repeats the calls earlier generations made (the history): the calls it
+        # made are those of its output, read alone. Its messages keep the whole conversation.
+        answered = extract_sample([{**root, "input": None}], trace_id=trace_id)
+        sample.tool_calls = answered.tool_calls if answered.tool_calls is not None else []
     sample.id = row["id"]
     sample.observation_id = row["id"]
     if cut:

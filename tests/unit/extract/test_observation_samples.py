@@ -278,3 +278,26 @@ def test_a_huge_subtree_is_cut_with_a_note() -> None:
 def test_no_matching_observation_gives_no_sample() -> None:
     assert observation_samples(openai_wrapper_trace(), ObservationFilter(types=("EVENT",)).matches, trace_id="t1") == []
     assert observation_samples([], ObservationFilter().matches, trace_id="t1") == []
+
+
+def test_a_generation_s_calls_are_those_it_asked_for_not_its_history_s() -> None:
+    earlier = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    now = {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}
+    history = [
+        {"role": "user", "content": "Oslo, then Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [earlier]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 4}'},
+    ]
+    rows = [
+        row("root", "AGENT", parent=None, input="q", output="a"),
+        row(
+            "g",
+            "GENERATION",
+            second=1,
+            input={"messages": history, "tools": TOOLS},
+            output={"role": "assistant", "content": None, "tool_calls": [now]},
+        ),
+    ]
+    (sample,) = observation_samples(rows, ObservationFilter().matches, trace_id="t1")
+    assert [c.arguments for c in sample.tool_calls or []] == [{"city": "Rome"}]
+    assert [m.role for m in sample.messages or []] == ["user", "assistant", "tool", "assistant"]
