@@ -6,6 +6,7 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -70,3 +71,31 @@ def test_each_generation_is_scored_on_its_observation_exactly_once_through_kill_
     assert wait_until(lambda: len(again.events("tick")) >= 2, timeout=60), run.logs()
     assert again.terminate() == 0, run.logs()
     assert lf.score_summary()["writes"] == writes
+
+
+def test_a_fleet_scores_each_generation_exactly_once_through_a_replica_killed(
+    start_run: StartRun, postgres_url: str, postgres_schema: str
+) -> None:
+    """Distributed mode (``[state] url``): the fleet plans windows of traces and its replicas score them
+    per observation; a replica killed mid-run loses and duplicates nothing (its jobs go to the other)."""
+    scenario = backlog(120, formats=SDK_FORMATS)
+    target = target_for(scenario, METRICS, scope="observation")
+    run = start_run(scenario, target, version="4.60.0", llm_faults=FaultConfig(latency=0.05))
+    env = worker_environment(
+        run.lf,
+        run.llm,
+        targets=[run.target],
+        llm_concurrency=4,
+        worker_settings={"concurrency": 8, "batch_size": 20, "jobs": 2, "stalled_after": "3s"},
+        extra={"TRACE_SCORER_STATE": json.dumps({"url": postgres_url, "db_schema": postgres_schema})},
+    )
+    total = len(run.expected)
+    replicas = [run.worker(env, name=f"replica{i}") for i in range(2)]
+    assert wait_until(lambda: run.stored() >= total // 3, timeout=180), run.logs()
+    assert replicas[0].kill9() == -9
+    replicas[0] = run.worker(env, name="replacement")
+    assert wait_until(lambda: run.stored() >= total, timeout=240), run.logs()
+    for replica in replicas:
+        assert replica.terminate() == 0, run.logs()
+    assert_exactly_once(run)
+    assert all(s.get("observationId") for s in run.lf.scores())
