@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from trace_scorer.config.references import ReferenceSettings
-from trace_scorer.extract.extractor import extract_sample
+from trace_scorer.extract.calls import message_calls
+from trace_scorer.extract.extractor import _tool_call, extract_sample
 from trace_scorer.extract.facts import read_facts
+from trace_scorer.extract.messages import MessageReader
 from trace_scorer.extract.model import Notes
-from trace_scorer.extract.rows import dedupe_rows, to_observation
+from trace_scorer.extract.rows import dedupe_rows, parse_json_field, to_observation
 from trace_scorer.sample import Sample, ToolSpec
 from trace_scorer.times import parse_time
 
@@ -98,9 +100,9 @@ def _sample(
     sample = extract_sample(rows, references=references, trace_id=trace_id)
     if str(row.get("type", "")).upper() == "GENERATION" and len(rows) == 1 and sample.tool_calls is not None:
         # A generation's input repeats the calls earlier generations made (the history): the calls it
-        # made are those of its output, read alone. Its messages keep the whole conversation.
-        answered = extract_sample([{**root, "input": None}], trace_id=trace_id)
-        sample.tool_calls = answered.tool_calls if answered.tool_calls is not None else []
+        # made are those of its output. Its messages keep the whole conversation.
+        answered = MessageReader(Notes()).read(parse_json_field(row.get("output")), "output", "")
+        sample.tool_calls = [_tool_call(c) for c in message_calls(answered or [])]
     sample.id = row["id"]
     sample.observation_id = row["id"]
     if cut:
