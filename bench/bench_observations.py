@@ -46,8 +46,8 @@ from trace_scorer.config import load_settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.observations import observation_samples
-from trace_scorer.logs import configure_logging
 from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
+from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.ops import Ops
 from trace_scorer.pipeline import Pipeline
