@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse.filters import as_text, metadata_value
 from trace_scorer.patterns import SafePattern
 
@@ -31,6 +32,19 @@ class ObservationFilter:
     name_pattern: SafePattern | None = None
     levels: tuple[str, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, target: TargetSettings) -> ObservationFilter | None:
+        """A target's ``[targets.observations]``; None unless its scope is "observation"."""
+        if target.scope != "observation":
+            return None
+        o = target.observations
+        return cls(
+            types=tuple(dict.fromkeys(o.types)),
+            name_pattern=SafePattern(o.name_pattern) if o.name_pattern is not None else None,
+            levels=tuple(dict.fromkeys(o.levels)),
+            metadata=dict(o.metadata),
+        )
 
     def matches(self, row: Mapping[str, Any]) -> bool:
         kind = row.get("type")

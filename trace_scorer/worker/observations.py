@@ -25,20 +25,15 @@ from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract.observations import observation_samples
 from trace_scorer.langfuse import Row, TraceRoot
 from trace_scorer.langfuse.observation_filter import ObservationFilter
-from trace_scorer.patterns import SafePattern
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.traces import TraceSource
 
 
 def observation_filter(target: TargetSettings) -> ObservationFilter:
-    """The target's ``[targets.observations]`` as the filter rows are checked with."""
-    o = target.observations
-    return ObservationFilter(
-        types=tuple(dict.fromkeys(o.types)),
-        name_pattern=SafePattern(o.name_pattern) if o.name_pattern is not None else None,
-        levels=tuple(dict.fromkeys(o.levels)),
-        metadata=dict(o.metadata),
-    )
+    """The target's ``[targets.observations]`` as the filter rows are checked with (whatever its scope)."""
+    found = ObservationFilter.of(target.model_copy(update={"scope": "observation"}))
+    assert found is not None
+    return found
 
 
 class ObservationSource(TraceSource):
