@@ -192,3 +192,30 @@ async def test_scores_land_on_the_observation_through_score_events(
     clock.elapsed += 600
     await h.tick(context)
     assert len(lf.events) == len(events)  # nothing posted twice
+
+
+async def test_a_window_scan_asks_for_generations_only_too(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    """More traces than ``per_trace_fetch_max``: their rows come from one scan of the window, which asks
+    for generations only as the per-trace reads do."""
+    for index in range(5):
+        v4.add_rows(*two_generation_trace(f"t{index}", clock, minutes_ago=30 - index))
+    h = await harness(observation_target())
+    context = await h.open()
+    report = await h.tick(context)
+    assert report.scored == 10
+    scans = [
+        c.request.url.params
+        for c in v4.calls_to("GET", "/api/public/v2/observations")
+        if "traceId" not in c.request.url.params
+        and c.request.url.params.get("isRootObservation") != "true"
+        and "filter" in c.request.url.params
+        and "isRootObservation" not in c.request.url.params["filter"]
+    ]
+    assert scans and all(
+        json.loads(p["filter"])
+        == [{"type": "stringOptions", "column": "type", "operator": "any of", "value": ["GENERATION"]}]
+        for p in scans
+    )
+    assert {o for _, o, _ in by_subject(v4)} == {f"t{i}-{k}" for i in range(5) for k in ("gen", "final")}
