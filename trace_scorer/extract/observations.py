@@ -5,9 +5,9 @@ An observation's sample is the extraction rooted at it: the observation and its 
 input messages (the conversation up to it) and its answer, the tool calls it asked for (those of its
 output: its input repeats earlier generations' calls), the tools it declared, its finish reason,
 latency, tokens and cost; an AGENT or CHAIN gives everything done under it;
-a TOOL gives its own execution (arguments, result, error). Where the subtree declares no tools (a TOOL, an
-AGENT whose generations were not recorded), the tools declared by the trace's latest generation that
-started before it are taken: the context a call is validated against.
+a TOOL gives its own execution (arguments, result, error). Where the subtree of a TOOL, AGENT, SPAN...
+declares no tools (a TOOL; an AGENT whose generations were not recorded), the tools declared by the
+trace's latest generation that started before it are taken: the context a call is validated against.
 
 Never raises on data (as :func:`extract_sample`): rows that are not objects or have no id are left out,
 a parent cycle does not loop, and the notes say what was left out.
@@ -28,6 +28,11 @@ from trace_scorer.extract.rows import dedupe_rows, parse_json_field, to_observat
 from trace_scorer.sample import Sample, ToolSpec
 from trace_scorer.times import parse_time
 
+#: Observation types that the SDK integrations never give children (the openai wrapper's, LangChain's and
+#: OTel GenAI's generations; events; embeddings). Their sample is their own row: it borrows no tools from
+#: the generation before it (a generation that declared none offered none), and a v4 server may be asked
+#: for their rows alone (``langfuse/observation_filter.py``).
+LEAF_TYPES = frozenset({"GENERATION", "EVENT", "EMBEDDING"})
 #: A sample's subtree is cut at this many rows (a trace holds at most ``max_rows_per_trace``; this bounds
 #: the work per observation when many nested observations match).
 MAX_SUBTREE_ROWS = 20_000
@@ -107,7 +112,7 @@ def _sample(
     sample.observation_id = row["id"]
     if cut:
         sample.notes.append(f"the observation's subtree was cut at {MAX_SUBTREE_ROWS:,} rows")
-    if sample.tools is None:
+    if sample.tools is None and str(row.get("type", "")).upper() not in LEAF_TYPES:
         declared = _tools_before(row, generations)
         if declared is not None:
             sample.tools = declared

@@ -1,5 +1,6 @@
 """Which observations of a trace are each one sample (``scope = "observation"``): the filter, checked on
-our side on every row, and the part of it a v4 server can apply itself.
+our side on every row, and the part of it a v4 server can apply itself (for types without children:
+:data:`extract.observations.LEAF_TYPES`).
 
 Rows come as Langfuse sends them, so nothing here trusts a field's type: a name that is not text matches
 no pattern, a level that is absent is ``DEFAULT`` (Langfuse's default), metadata is read in every shape
@@ -8,20 +9,20 @@ Langfuse returns (flattened v4 keys, nested, nested as JSON text: :func:`filters
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trace_scorer.config.targets import TargetSettings
+from trace_scorer.extract.observations import LEAF_TYPES
 from trace_scorer.langfuse.filters import as_text, metadata_value
 from trace_scorer.patterns import SafePattern
 
 #: Langfuse's level of an observation that has none.
 DEFAULT_LEVEL = "DEFAULT"
-#: Observation types that the SDK integrations never give children (the openai wrapper's, LangChain's and
-#: OTel GenAI's generations; events; embeddings). When every type a filter names is one of them, a v4
-#: server may be asked for the matching rows only: no sample needs a row the filter leaves out.
-LEAF_TYPES = frozenset({"GENERATION", "EVENT", "EMBEDDING"})
+#: A name pattern that is one exact name (``^ChatOpenAI$``): sent to a v4 server as a name condition.
+_EXACT_NAME = re.compile(r"\^([A-Za-z0-9 _:/-]+)\$")
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,12 @@ class ObservationFilter:
 
     def v4_conditions(self) -> list[dict[str, Any]]:
         """The conditions of ``GET /api/public/v2/observations``'s ``filter`` a server applies itself:
-        type and level (``any of``). The name pattern (RE2) and metadata are checked on our side only."""
+        type and level (``any of``), and the name when the pattern is one exact name (``^name$``). Other
+        patterns (RE2) and metadata are checked on our side only (as every condition is, on every row)."""
         conditions: list[dict[str, Any]] = []
+        exact = _EXACT_NAME.fullmatch(self.name_pattern.pattern) if self.name_pattern is not None else None
+        if exact is not None:
+            conditions.append({"type": "string", "column": "name", "operator": "=", "value": exact.group(1)})
         if self.types:
             conditions.append(
                 {"type": "stringOptions", "column": "type", "operator": "any of", "value": list(self.types)}

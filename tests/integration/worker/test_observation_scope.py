@@ -219,3 +219,20 @@ async def test_a_window_scan_asks_for_generations_only_too(
         for p in scans
     )
     assert {o for _, o, _ in by_subject(v4)} == {f"t{i}-{k}" for i in range(5) for k in ("gen", "final")}
+
+
+async def test_an_exact_name_narrows_the_reads_and_other_names_are_not_scored(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    rows = two_generation_trace("t1", clock)
+    next(r for r in rows if r["id"] == "t1-final")["name"] = "summarise"
+    v4.add_rows(*rows)
+    h = await harness(observation_target(observations={"types": ["GENERATION"], "name_pattern": "^OpenAI-generation$"}))
+    context = await h.open()
+    await h.tick(context)
+    assert {o for _, o, _ in by_subject(v4)} == {"t1-gen"}
+    reads = [c.request.url.params for c in v4.calls_to("GET", "/api/public/v2/observations")]
+    (body,) = [p for p in reads if "traceId" in p]
+    assert {"type": "string", "column": "name", "operator": "=", "value": "OpenAI-generation"} in json.loads(
+        body["filter"]
+    )

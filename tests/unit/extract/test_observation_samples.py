@@ -301,3 +301,21 @@ def test_a_generation_s_calls_are_those_it_asked_for_not_its_history_s() -> None
     (sample,) = observation_samples(rows, ObservationFilter().matches, trace_id="t1")
     assert [c.arguments for c in sample.tool_calls or []] == [{"city": "Rome"}]
     assert [m.role for m in sample.messages or []] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_an_exact_name_is_asked_of_the_server_other_patterns_are_not() -> None:
+    exact = ObservationFilter(types=("GENERATION",), name_pattern=SafePattern("^ChatOpenAI$"))
+    assert {"type": "string", "column": "name", "operator": "=", "value": "ChatOpenAI"} in exact.v4_conditions()
+    for pattern in ("ChatOpenAI", "^Chat.*$", "^a|b$", r"^a\.b$"):
+        loose = ObservationFilter(types=("GENERATION",), name_pattern=SafePattern(pattern))
+        assert all(c["column"] != "name" for c in loose.v4_conditions()), pattern
+
+
+def test_a_generation_that_declared_no_tools_borrows_none() -> None:
+    rows = openai_wrapper_trace()
+    second = json.loads(rows[3]["input"])
+    del second["tools"]
+    rows[3]["input"] = json.dumps(second)
+    samples = observation_samples(rows, ObservationFilter().matches, trace_id="t1")
+    assert [t.name for t in samples[0].tools or []] == ["get_weather"]
+    assert samples[1].tools is None  # it offered the model no tool: nothing to validate against
