@@ -565,6 +565,100 @@ def tool_observations(task: Task, b: RowBuilder, r: random.Random) -> None:
     _root(b, task, c, "SPAN", task.trace_name, input={"question": task.question}, output=task.answer)
 
 
+# --- the Langfuse OpenAI wrapper alone (no @observe around it) ------------------------------------------
+
+
+def openai_wrapper(task: Task, b: RowBuilder, r: random.Random) -> None:
+    """``from langfuse.openai import openai`` with nothing around the call: each completion is a trace of
+    its own, one GENERATION as its root, the tools in its input. Here the agent's last call of the run:
+    either the first tool call it asks for or, with the results in its history, the answer."""
+    model = r.choice(["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"])
+    tools = [fn_tool(t.name, t.description, t.params) for t in task.tools]
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": task.system},
+        {"role": "user", "content": task.question},
+    ]
+    c = _Clock(r)
+    at, d = _gen_time(c)
+    if task.steps and r.random() < 0.5:
+        step = task.steps[0]
+        call = {
+            "id": _call_id(b, "call_", 0),
+            "type": "function",
+            "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
+        }
+        output: Any = {"role": "assistant", "content": step.say or None, "tool_calls": [call]}
+    else:
+        for k, step in enumerate(task.steps):
+            call = {
+                "id": _call_id(b, "call_", k),
+                "type": "function",
+                "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
+            }
+            history += [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "content": _result_text(step.result)},
+            ]
+        output = {"role": "assistant", "content": task.answer} if task.answer is not None else None
+    level, status = ("ERROR", task.error) if output is None else ("DEFAULT", None)
+    b.obs("root", "GENERATION", "OpenAI-generation", 0, at + d, first=True, model=model, level=level,
+          status=status, input={"messages": history, "tools": tools}, output=output)  # fmt: skip
+
+
+# --- @observe: nested SPANs ------------------------------------------------------------------------------
+
+
+def observe_nested(task: Task, b: RowBuilder, r: random.Random) -> None:
+    """Functions decorated with ``@observe()``: the entry point a SPAN, each agent step a nested SPAN
+    holding the wrapped OpenAI call (a GENERATION) and the decorated tool function (a SPAN whose input is
+    ``{"args": [...], "kwargs": {...}}``, as the decorator records a call's arguments)."""
+    model = "gpt-4o-mini-2024-07-18"
+    tools = [fn_tool(t.name, t.description, t.params) for t in task.tools]
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": task.system},
+        {"role": "user", "content": task.question},
+    ]
+    c = _Clock(r)
+    for k, step in enumerate(task.steps):
+        call = {
+            "id": _call_id(b, "call_", k),
+            "type": "function",
+            "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
+        }
+        out = {"role": "assistant", "content": step.say or None, "tool_calls": [call]}
+        step_at = c.t
+        at, d = _gen_time(c)
+        b.obs(f"g{k}", "GENERATION", "OpenAI-generation", at, d, parent=f"s{k}", model=model,
+              input={"messages": list(history), "tools": tools}, output=out)  # fmt: skip
+        at, d = _tool_time(c)
+        b.obs(f"t{k}", "SPAN", step.tool, at, d, parent=f"s{k}", input={"args": [], "kwargs": step.args},
+              output=step.result)  # fmt: skip
+        b.obs(f"s{k}", "SPAN", "agent_step", step_at - 5, c.t - step_at, parent="root",
+              input={"args": [k], "kwargs": {}}, output={"tool": step.tool})  # fmt: skip
+        history += [out, {"role": "tool", "tool_call_id": call["id"], "content": _result_text(step.result)}]
+    at, d = _gen_time(c)
+    if task.answer is not None:
+        b.obs("final", "GENERATION", "OpenAI-generation", at, d, parent="root", model=model,
+              input={"messages": history, "tools": tools},
+              output={"role": "assistant", "content": task.answer})  # fmt: skip
+    else:
+        b.obs("final", "GENERATION", "OpenAI-generation", at, d, parent="root", model=model, level="ERROR",
+              status=task.error, input={"messages": history, "tools": tools})  # fmt: skip
+    _root(b, task, c, "SPAN", "handle_request", input={"args": [task.question], "kwargs": {}}, output=task.answer)
+
+
+# --- LangChain with agents (CallbackHandler: AGENT / TOOL / GENERATION under a CHAIN) -------------------
+
+
+def langchain_agent(task: Task, b: RowBuilder, r: random.Random) -> None:
+    """LangChain's CallbackHandler on a LangGraph agent as Langfuse types it: the graph a CHAIN, the agent
+    nodes AGENT, the tool node a CHAIN holding the TOOL, the model calls GENERATION."""
+    langchain(task, b, r)
+    for row in b.rows:
+        if row.get("type") == "CHAIN" and row.get("name") == "agent":
+            row["type"] = "AGENT"
+
+
 RENDERERS: dict[str, Callable[[Task, RowBuilder, random.Random], None]] = {
     "openai_chat": openai_chat,
     "openai_responses": openai_responses,
@@ -572,7 +666,14 @@ RENDERERS: dict[str, Callable[[Task, RowBuilder, random.Random], None]] = {
     "otel_genai": otel_genai,
     "anthropic": anthropic,
     "tool_observations": tool_observations,
+    "openai_wrapper": openai_wrapper,
+    "observe_nested": observe_nested,
+    "langchain_agent": langchain_agent,
 }
+#: The production traces of the common SDK integrations (the openai wrapper alone and inside an agent,
+#: ``@observe``, LangChain with and without agents, OTel GenAI): what an observation-scope corpus is made
+#: of. Not the default ``FORMATS``, so the corpora of existing scenarios stay as they were.
+SDK_FORMATS = ("openai_wrapper", "openai_chat", "observe_nested", "langchain", "langchain_agent", "otel_genai")
 
 
 # --- hostile traces -------------------------------------------------------------------------------------

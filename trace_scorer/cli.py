@@ -247,7 +247,7 @@ def run_score(args: argparse.Namespace) -> int:
     from trace_scorer.inputs import load_inputs
     from trace_scorer.logs import configure_logging
     from trace_scorer.metrics.registry import default_registry
-    from trace_scorer.offline import computes_locally
+    from trace_scorer.offline import computes_locally, observation_matcher
     from trace_scorer.report import print_report
 
     settings = _load_settings(args.config)
@@ -260,7 +260,7 @@ def run_score(args: argparse.Namespace) -> int:
     # Judged metrics: one process, REMOTE_CONCURRENCY samples at a time (trace_scorer/offline.py says why).
     index, target = chosen
     try:
-        loaded = load_inputs(args.paths, references=target.references)
+        loaded = load_inputs(args.paths, references=target.references, observations=observation_matcher(target))
     except FileNotFoundError as exc:
         print(f"trace-scorer: {exc}", file=sys.stderr)
         return EXIT_NOTHING_READ

@@ -19,7 +19,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -487,12 +487,17 @@ def sample_from_record(record: Record) -> Sample | ReadError:
         return ReadError(record.path, record.where, first + more)
 
 
-def load_inputs(paths: Sequence[Path], references: ReferenceSettings | None = None) -> LoadedInput:
+def load_inputs(
+    paths: Sequence[Path],
+    references: ReferenceSettings | None = None,
+    observations: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> LoadedInput:
     """Read every record of every input file into Samples, collecting what could not be read.
 
     Each record is recognised by its shape: a sample, an exported observation row, or an experiment
     item. Observation rows are grouped by ``traceId`` into one sample per trace (extraction), with the
-    experiment item of the same trace, wherever it was read, giving the expected output and references.
+    experiment item of the same trace, wherever it was read, giving the expected output and references;
+    with ``observations`` (a target of scope "observation"), into one sample per matching observation.
     """
     loaded = LoadedInput()
     rows: list[Mapping[str, Any]] = []
@@ -515,5 +520,5 @@ def load_inputs(paths: Sequence[Path], references: ReferenceSettings | None = No
         by_trace, problems = index_items(item.data for item in items)
         for position, reason in problems:
             loaded.errors.append(ReadError(items[position].path, items[position].where, reason))
-        loaded.samples.extend(samples_from_rows(rows, items=by_trace, references=references))
+        loaded.samples.extend(samples_from_rows(rows, items=by_trace, references=references, observations=observations))
     return loaded

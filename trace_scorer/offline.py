@@ -32,7 +32,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -380,7 +380,7 @@ def score_files(
     else:
         with progress:
             asyncio.run(_score_here(scorer, parts, collect))
-    groups = asyncio.run(_finish(scorer, done, references, scoring.group_by))
+    groups = asyncio.run(_finish(scorer, done, references, scoring.group_by, observation_matcher(target)))
 
     for outcome in done:
         errors.extend(outcome.errors)
@@ -397,6 +397,17 @@ def score_files(
     return OfflineRun(plan, chosen, samples, results, lines, groups, errors, workers if parallel else 1)
 
 
+def observation_matcher(target: TargetSettings | None) -> Callable[[Mapping[str, Any]], bool] | None:
+    """A target of scope "observation": which exported rows are each one sample; otherwise None (one
+    sample per trace). The filter's module is imported only then: it loads the Langfuse adapter."""
+    if target is None or target.scope != "observation":
+        return None
+    from trace_scorer.langfuse.observation_filter import ObservationFilter
+
+    chosen = ObservationFilter.of(target)
+    return chosen.matches if chosen is not None else None
+
+
 def _only(results: Iterable[SampleResult], names: Sequence[str]) -> list[SampleResult]:
     """The results with only the outcomes named."""
     kept = set(names)
@@ -409,7 +420,11 @@ async def _score_here(scorer: PartScorer, parts: Sequence[FilePart], collect: Ca
 
 
 async def _finish(
-    scorer: PartScorer, done: list[PartResult], references: ReferenceSettings | None, group_by: str | None
+    scorer: PartScorer,
+    done: list[PartResult],
+    references: ReferenceSettings | None,
+    group_by: str | None,
+    observations: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> list[GroupResult]:
     """Score the samples extracted from the rows and items read (appended to ``done``), then the groups."""
     rest = PartResult()
@@ -420,7 +435,8 @@ async def _finish(
         by_trace, problems = index_items(item.data for item in items)
         for position, reason in problems:
             rest.errors.append(ReadError(items[position].path, items[position].where, reason))
-        await scorer.score_samples(samples_from_rows(rows, items=by_trace, references=references), rest)
+        samples = samples_from_rows(rows, items=by_trace, references=references, observations=observations)
+        await scorer.score_samples(samples, rest)
     done.append(rest)
     return await score_groups(scorer.pipeline, group_by, [r for o in done for r in o.results])
 

@@ -10,11 +10,11 @@ judged ones commented out until a provider is configured. Never over an existing
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trace_scorer.catalog import MetricInfo
 from trace_scorer.errors import UserError
@@ -78,7 +78,7 @@ def _survey_lines(survey: Survey) -> list[str]:
     if not any(survey.fields[name] for name in FIELDS if name.startswith(("expected", "reference"))):
         lines.append(
             "# No reference (expected answer, expected calls, topics): production traces carry none unless your "
-            "agent\n# logs them; [targets.references] says where to read them (docs/formats.md, \"References\")."
+            'agent\n# logs them; [targets.references] says where to read them (docs/formats.md, "References").'
         )
     if survey.unknown_format:
         lines.append(
@@ -172,10 +172,14 @@ async def read_samples(
     trace_filter: TraceFilter,
     limit: int,
     references: ReferenceSettings | None = None,
+    observations: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> list[Sample]:
     """Up to ``limit`` of the newest traces in ``window`` matching ``trace_filter``, extracted as the worker
-    extracts them (with a target's ``references``). Shared by ``init`` and ``check``."""
+    extracts them (with a target's ``references``). Shared by ``init`` and ``check``. ``observations``: a
+    target of scope "observation"'s filter; the samples are then those of the traces' matching
+    observations (up to ``limit`` of them)."""
     from trace_scorer.extract import extract_sample
+    from trace_scorer.extract.observations import observation_samples
     from trace_scorer.langfuse.trace_scan import OversizedTrace
 
     roots = []
@@ -185,6 +189,10 @@ async def read_samples(
             break
     samples = []
     async for trace in client.reads.fetch_traces(roots):
-        if not isinstance(trace, OversizedTrace) and trace.rows:
+        if isinstance(trace, OversizedTrace) or not trace.rows:
+            continue
+        if observations is None:
             samples.append(extract_sample(trace.rows, references=references, trace_id=trace.trace_id))
-    return samples
+        else:
+            samples += observation_samples(trace.rows, observations, trace_id=trace.trace_id, references=references)
+    return samples[:limit]

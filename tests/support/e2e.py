@@ -72,16 +72,39 @@ def local_samples(scenario: Scenario, target: Mapping[str, Any]) -> dict[str, Sa
     return samples
 
 
-def expected_scores(scenario: Scenario, target: Mapping[str, Any]) -> dict[tuple[str, str], int]:
-    """(trace id, score name) → 1 for every score the worker must end up posting for the backlog."""
+def local_observation_samples(scenario: Scenario, target: Mapping[str, Any]) -> dict[str, Sample]:
+    """scope = "observation": the backlog's observation samples by ``"<trace id>/<observation id>"`` (the
+    subject :meth:`LangfuseHandle.scores_by_subject` names), built from the rows as the v4 stand-in
+    serves them, with the target's filter."""
+    from trace_scorer.extract.observations import observation_samples
+    from trace_scorer.worker.observations import observation_filter
+
+    corpus = Corpus(scenario)
     settings = TargetSettings.model_validate(dict(target))
+    wanted = observation_filter(settings).matches
+    samples = {}
+    for trace_id in corpus.expected_scored():
+        header = corpus.find(trace_id)
+        assert header is not None
+        rows = [_truncate_metadata(project(r.row, BODY_FIELDS), set()) for r in corpus.render(header).records]
+        for sample in observation_samples(rows, wanted, trace_id=trace_id, references=settings.references):
+            samples[f"{trace_id}/{sample.observation_id}"] = sample
+    return samples
+
+
+def expected_scores(scenario: Scenario, target: Mapping[str, Any]) -> dict[tuple[str, str], int]:
+    """(subject, score name) → 1 for every score the worker must end up posting for the backlog; the
+    subject is the trace id, ``"<trace id>/<observation id>"`` for scope = "observation"."""
+    settings = TargetSettings.model_validate(dict(target))
+    observations = settings.scope == "observation"
     plan = build_plan(settings, index=0, resources=Resources())  # no judge: judged metrics decided below
     pipeline = Pipeline(plan)
     judged = [m.name for m in plan.sample_metrics if not m.deterministic()]
 
     async def score_all() -> dict[tuple[str, str], int]:
         out: dict[tuple[str, str], int] = {}
-        for trace_id, sample in local_samples(scenario, target).items():
+        samples = local_observation_samples(scenario, target) if observations else local_samples(scenario, target)
+        for trace_id, sample in samples.items():
             result = await pipeline.score_sample(sample)
             names = {name for name, outcome in result.outcomes.items() if isinstance(outcome, Score)}
             if sample.messages or sample.response is not None:  # as aspect_critic decides

@@ -116,7 +116,7 @@ class ObservationFilterSettings(StrictModel):
     fields do not filter; every field given must match."""
 
     #: Any of these types.
-    types: list[ObservationType] = Field(default_factory=lambda: ["GENERATION"])
+    types: list[ObservationType] = Field(default_factory=lambda: list[ObservationType](["GENERATION"]))
     #: The observation's name matches this regular expression (searched anywhere; RE2 syntax).
     name_pattern: str | None = None
     #: Any of these levels (DEBUG, DEFAULT, WARNING, ERROR).

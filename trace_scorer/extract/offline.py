@@ -7,11 +7,12 @@ with items by ``traceId``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.extract.extractor import extract_sample
+from trace_scorer.extract.observations import observation_samples
 from trace_scorer.sample import Sample
 
 #: Keys of sample records (docs/sample-format): a record with any of them is not an observation row.
@@ -75,15 +76,21 @@ def samples_from_rows(
     *,
     items: Mapping[str, Mapping[str, Any]] | None = None,
     references: ReferenceSettings | None = None,
+    observations: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> Iterator[Sample]:
     """One sample per trace, in the order traces first appear; then one per item whose trace has no
     rows (read from the item alone: its output is the response). Rows without a ``traceId`` form
-    one trace of their own."""
+    one trace of their own. ``observations`` (scope = "observation"): one sample per matching
+    observation of each trace instead (items are not read: they belong to traces)."""
     groups: dict[str | None, list[Mapping[str, Any]]] = {}
     for row in rows:
         trace_id = row.get("traceId") if isinstance(row, Mapping) else None
         key = trace_id if isinstance(trace_id, str) and trace_id else None
         groups.setdefault(key, []).append(row)
+    if observations is not None:
+        for trace_id, group in groups.items():
+            yield from observation_samples(group, observations, trace_id=trace_id or "", references=references)
+        return
     items = items or {}
     for trace_id, group in groups.items():
         item = items.get(trace_id) if trace_id is not None else None

@@ -145,7 +145,7 @@ def metadata_value(metadata: Mapping[str, Any], key: str) -> Any:
     return None
 
 
-def _as_text(value: Any) -> str | None:
+def as_text(value: Any) -> str | None:
     """A metadata value as Langfuse's string comparison sees it (leaves are stored as text)."""
     if value is None:
         return None
@@ -174,4 +174,4 @@ def root_matches(root: TraceRoot, trace_filter: TraceFilter) -> bool:
         return False
     if f.session_id and root.session_id != f.session_id:
         return False
-    return all(_as_text(metadata_value(root.metadata, k)) == v for k, v in f.metadata.items())
+    return all(as_text(metadata_value(root.metadata, k)) == v for k, v in f.metadata.items())

@@ -204,9 +204,12 @@ class V3Reader:
             return OversizedTrace(trace_id, [], rows_read=len(observations), limit=limit)
         return TraceRows(trace_id, sort_rows([root, *observations]))
 
-    async def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
+    async def fetch_traces(
+        self, roots: Sequence[TraceRoot], *, only: Sequence[Mapping[str, Any]] = ()
+    ) -> AsyncIterator[TraceRows]:
         """Each trace's rows: listed traces (more than ``per_trace_fetch_max`` of them) with one bulk read
-        of their span (see the module docstring), the others with one request each."""
+        of their span (see the module docstring), the others with one request each. ``only`` is not
+        sent: legacy reads have no row filter (``/traces/{id}`` answers whole), the caller checks it."""
         unique = list({r.trace_id: r for r in roots}.values())
         bulk = [r for r in unique if r.trace_id in self._listed and r.row.get("id") == f"t-{r.trace_id}"]
         if not self._bulk_reads or len(bulk) <= self._settings.per_trace_fetch_max:

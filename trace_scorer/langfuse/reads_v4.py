@@ -197,8 +197,10 @@ class V4Reader:
 
         return self._body_pages(OBSERVATIONS_V2, fetch)
 
-    def _window_pages(self, window: TimeWindow) -> AsyncGenerator[list[Row], None]:
-        return self._observation_pages(BODY_FIELDS, from_start_time=window.start, to_start_time=window.end)
+    def _window_pages(self, window: TimeWindow, row_filter: str | None = None) -> AsyncGenerator[list[Row], None]:
+        return self._observation_pages(
+            BODY_FIELDS, from_start_time=window.start, to_start_time=window.end, filter=row_filter
+        )
 
     # --- traces ------------------------------------------------------------------------------
 
@@ -246,8 +248,9 @@ class V4Reader:
         ordered = sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True)
         return RootListing([root for root in ordered if root_matches(root, trace_filter)], end)
 
-    async def fetch_trace(self, root: TraceRoot) -> TraceRows:
-        """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks).
+    async def fetch_trace(self, root: TraceRoot, row_filter: str | None = None) -> TraceRows:
+        """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks);
+        ``row_filter``: a ``filter`` JSON narrowing the rows (:meth:`fetch_traces`' ``only``).
 
         Reading stops once more rows than ``max_rows_per_trace`` came, or at one row longer than
         ``max_answer_bytes``: an :class:`OversizedTrace`."""
@@ -255,7 +258,9 @@ class V4Reader:
         end = max(root.end_time or self._clock.now(), root.start_time) + self._slack
         limit = self._settings.max_rows_per_trace
         rows: list[Row] = []
-        pages = self._observation_pages(BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end)
+        pages = self._observation_pages(
+            BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end, filter=row_filter
+        )
         async with aclosing(pages):
             async for page in pages:
                 if cap := next((row[TOO_LARGE_ROW] for row in page if TOO_LARGE_ROW in row), None):
@@ -265,13 +270,28 @@ class V4Reader:
                     return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
         return TraceRows(root.trace_id, sort_rows(dedupe(rows)))
 
-    async def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
-        """Each trace's rows: one request per trace for a few, one window scan for more."""
+    async def fetch_traces(
+        self, roots: Sequence[TraceRoot], *, only: Sequence[Mapping[str, Any]] = ()
+    ) -> AsyncIterator[TraceRows]:
+        """Each trace's rows: one request per trace for a few, one window scan for more. ``only``: the
+        server is asked for the rows matching these ``filter`` conditions alone (the time and trace
+        conditions stay simple parameters, which the server keeps beside a filter on other columns)."""
+        row_filter = json.dumps(list(only), ensure_ascii=False) if only else None
         if len(roots) <= self._settings.per_trace_fetch_max:
             for root in {r.trace_id: r for r in roots}.values():
-                yield await self.fetch_trace(root)
+                yield await self.fetch_trace(root, row_filter)
             return
-        async for trace in self.scanner.scan(roots):
+        scanner = self.scanner
+        if row_filter is not None:
+            scanner = TraceScanner(
+                pages=functools.partial(self._window_pages, row_filter=row_filter),
+                fetch_one=functools.partial(self.fetch_trace, row_filter=row_filter),
+                max_rows=self._settings.max_rows_in_memory,
+                slack=self._slack,
+                max_rows_per_trace=self._settings.max_rows_per_trace,
+                now=self._clock.now,
+            )
+        async for trace in scanner.scan(roots):
             yield trace
 
     # --- datasets and experiments ------------------------------------------------------------

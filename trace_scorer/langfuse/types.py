@@ -317,8 +317,12 @@ class LangfuseReads(Protocol):
         window holds. (A window whose first ``max_traces + 1`` roots start at one instant is listed whole.)"""
         ...
 
-    def fetch_traces(self, roots: Sequence[TraceRoot]) -> AsyncIterator[TraceRows]:
-        """All observation rows of these traces, each trace once (order not guaranteed)."""
+    def fetch_traces(
+        self, roots: Sequence[TraceRoot], *, only: Sequence[Mapping[str, Any]] = ()
+    ) -> AsyncIterator[TraceRows]:
+        """All observation rows of these traces, each trace once (order not guaranteed). ``only``: v4
+        ``filter`` conditions on the rows a caller needs (a v4 server then sends only those; legacy
+        servers send whole traces, so the caller checks its conditions on every row anyway)."""
         ...
 
     async def get_dataset(self, name: str) -> Dataset: ...

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import structlog
@@ -48,6 +48,12 @@ FLUSH_STALL = 1.0
 FLUSH_AT_MOST = 10.0
 
 
+def settling_unit(subject: ScoreSubject) -> ScoreSubject:
+    """The scores that settle together: a session's, or a trace's with all of its observations' (an
+    observation's undelivered score keeps its whole trace out of the ledger)."""
+    return replace(subject, observation_id=None) if subject.observation_id is not None else subject
+
+
 @dataclass(frozen=True)
 class WorkItem:
     """A sample ready to score, with what its scores need (subject, deterministic timestamp)."""
@@ -58,10 +64,15 @@ class WorkItem:
     environment: str | None = None
     #: What a retry needs to fetch the trace again (the root row, as JSON).
     payload: str | None = None
-    #: What the scores are attached to; None: the sample's trace.
+    #: What the scores are attached to; None: the sample's trace (and ``observation_id``).
     scored: ScoreSubject | None = None
     #: The ledger entries recorded once its scores settled; None: its trace (a session: each of its traces).
     ledger: tuple[str, ...] | None = None
+    #: The observation the scores go on (``scope = "observation"``); None: the trace.
+    observation_id: str | None = None
+    #: How many items the trace gives (one per observation sample; 1 for a trace). A trace's items are
+    #: posted in one chunk and recorded in the ledger together, once all of them are scored.
+    parts: int = 1
 
     @property
     def trace_id(self) -> str:
@@ -70,7 +81,12 @@ class WorkItem:
 
     @property
     def subject(self) -> ScoreSubject:
-        return self.scored or ScoreSubject.trace(self.trace_id)
+        return self.scored or ScoreSubject.trace(self.trace_id, self.observation_id)
+
+    @property
+    def unit(self) -> ScoreSubject:
+        """What settles together: a session, or a trace with all of its observations."""
+        return settling_unit(self.subject)
 
 
 def unsettled_reason(delivery: DeliveryReport) -> str:
@@ -213,6 +229,8 @@ class BatchScorer:
         limit = self.client.settings.score_batch_size
         chunk: list[tuple[WorkItem, SampleResult]] = []
         posts: list[ScoreToPost] = []
+        #: Results of traces with items still being scored (observation samples), by trace.
+        partial: dict[str, list[tuple[WorkItem, SampleResult, list[ScoreToPost]]]] = {}
         held_since = 0.0  # when the chunk's first trace was complete
         async with aclosing(self.pipeline.score_stream(samples(), concurrency=self.concurrency)) as results:
             coming = _Next(results)
@@ -228,13 +246,19 @@ class BatchScorer:
                     self.progress()
                     item = waiting.pop(id(result.sample))
                     scores = scores_to_post(self.plan, result.outcomes, item.subject, item.timestamp, item.environment)
-                    if chunk and len(posts) + len(scores) > limit:
+                    parts = partial.setdefault(item.trace_id, [])
+                    parts.append((item, result, scores))
+                    if len(parts) < item.parts:
+                        continue  # the trace's other samples are still being scored
+                    del partial[item.trace_id]
+                    unit = [score for _, _, trace_scores in parts for score in trace_scores]
+                    if chunk and len(posts) + len(unit) > limit:
                         await self._deliver(chunk, posts, report, now, on_settled)
                         chunk, posts = [], []
                     if not chunk:
                         held_since = self.clock()
-                    chunk.append((item, result))
-                    posts += scores
+                    chunk += [(part, part_result) for part, part_result, _ in parts]
+                    posts += unit
             finally:
                 await coming.cancel()
         if chunk:
@@ -273,8 +297,9 @@ class BatchScorer:
         unsettled = {s.subject for s in delivery.undelivered}
         unsettled |= {s.subject for batch in delivery.unattributed for s in batch.scores}
         settled: list[SampleResult] = []
-        done: list[str] = []
-        failed: list[tuple[WorkItem, dict[str, str]]] = []
+        #: Traces (each with all of its items: a chunk holds whole traces) done, and failed with why.
+        done: dict[str, None] = {}
+        failed: dict[str, tuple[WorkItem, dict[str, str]]] = {}
         for item, result in chunk:
             if item.subject in unsettled:
                 continue
@@ -282,24 +307,33 @@ class BatchScorer:
             self.telemetry.metric_outcomes(self.target.name, result.outcomes)
             failures = result.reasons(Failed)
             if failures:
-                failed.append((item, failures))
+                if item.observation_id is not None:  # which observation's metric failed
+                    failures = {f"{item.observation_id} {name}": why for name, why in failures.items()}
+                _, known = failed.setdefault(item.trace_id, (item, {}))
+                known.update(failures)
                 report.failed += 1
                 self.telemetry.traces_failed(self.target.name)
             elif any(isinstance(o, Score) for o in result.outcomes.values()):
-                done += item.ledger or (item.trace_id,)
+                for entry in item.ledger or (item.trace_id,):
+                    done[entry] = None
                 report.scored += 1
                 self.telemetry.traces_scored(self.target.name)
                 self.telemetry.trace_scored_at(self.target.name, item.timestamp)
             else:  # every metric skipped: done (in the ledger), but no score was posted for it
-                done += item.ledger or (item.trace_id,)
+                for entry in item.ledger or (item.trace_id,):
+                    done[entry] = None
                 report.skipped["nothing to score"] += 1
             for note in result.sample.notes:
-                log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note)
+                where = {"observation_id": item.observation_id} if item.observation_id else {}
+                log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note, **where)
+        # A trace with one failed observation is retried whole (its other scores are posted again: an
+        # overwrite, same ids); it is not in the ledger until then.
+        recorded = [trace_id for trace_id in done if trace_id not in failed]
 
         def record() -> None:  # one transaction; run again whole if the state refused it
-            for item, failures in failed:
+            for item, failures in failed.values():
                 self._record_failure(item, failures, report, now)
-            self.state.record_scored(self.target.name, done, self.plan.config_hash, now)
+            self.state.record_scored(self.target.name, recorded, self.plan.config_hash, now)
             if on_settled is not None and settled:
                 on_settled(settled)
 

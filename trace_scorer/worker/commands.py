@@ -38,6 +38,7 @@ from trace_scorer.starter import read_samples
 from trace_scorer.state import check_state
 from trace_scorer.worker.backfill_bar import BackfillProgress
 from trace_scorer.worker.dataset_runs import DatasetRunSource
+from trace_scorer.worker.observations import observation_filter
 from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.service import Context, finish_within, open_context, unless_stopped, utc_now
 from trace_scorer.worker.tick import TickReport
@@ -273,17 +274,21 @@ async def _print_target_coverage(
         console.print(f"target {target.name}: inputs not surveyed (dataset runs)", highlight=False)
         return
     filter_ = trace_filter(target, settings)
-    samples = await read_samples(client, window, filter_, INPUT_SURVEY_TRACES, target.references)
+    observations = observation_filter(target).matches if target.scope == "observation" else None
+    unit = "observations" if observations is not None else "traces"
+    samples = await read_samples(client, window, filter_, INPUT_SURVEY_TRACES, target.references, observations)
     if not samples:
         hours = f"{INPUT_SURVEY_HOURS:g}"
-        console.print(f"target {target.name}: no trace in the last {hours} h, inputs not surveyed", highlight=False)
+        console.print(
+            f"target {target.name}: no {unit[:-1]} in the last {hours} h, inputs not surveyed", highlight=False
+        )
         return
-    console.print(f"target {target.name}: inputs in its {len(samples)} most recent traces", highlight=False)
-    for line in input_coverage(plan.sample_metrics, samples):
+    console.print(f"target {target.name}: inputs in its {len(samples)} most recent {unit}", highlight=False)
+    for line in input_coverage(plan.sample_metrics, samples, unit):
         console.print(f"  {line}", highlight=False)
 
 
-def input_coverage(metrics: Sequence[AnyMetric], samples: Sequence[Sample]) -> list[str]:
+def input_coverage(metrics: Sequence[AnyMetric], samples: Sequence[Sample], unit: str = "traces") -> list[str]:
     """One line per metric: how many of ``samples`` carry all its inputs; when none does, a warning naming
     the inputs no sample carries ("0 of 50 recent traces carry reference tool calls: tool_call_accuracy
     would be skipped on all")."""
@@ -292,12 +297,12 @@ def input_coverage(metrics: Sequence[AnyMetric], samples: Sequence[Sample]) -> l
         missing = [metric.missing_inputs(sample) for sample in samples]
         carrying = sum(not m for m in missing)
         if carrying:
-            lines.append(f"{metric.name}: {carrying} of {len(samples)} recent traces carry its inputs")
+            lines.append(f"{metric.name}: {carrying} of {len(samples)} recent {unit} carry its inputs")
             continue
         absent = [name for name in metric.requires if all(name in m for m in missing)] or list(metric.requires)
         fields = " and ".join(FIELD_WORDS.get(name, name.replace("_", " ")) for name in absent)
         lines.append(
-            f"[yellow]warning[/yellow]: 0 of {len(samples)} recent traces carry {fields}: "
+            f"[yellow]warning[/yellow]: 0 of {len(samples)} recent {unit} carry {fields}: "
             f"{metric.name} would be skipped on all"
         )
     return lines

@@ -42,6 +42,7 @@ from trace_scorer.resources import OpenResources, open_resources
 from trace_scorer.state import StateError, StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
+from trace_scorer.worker.observations import ObservationSource
 from trace_scorer.worker.schedule import ClockWatch, Wait, every, wait_or_stop
 from trace_scorer.worker.scores import config_specs
 from trace_scorer.worker.sessions import SessionSource
@@ -178,6 +179,8 @@ async def open_context(
         source_class = TraceSource if target.source == "traces" else DatasetRunSource
         if target.scope == "session":
             source_class = SessionSource
+        elif target.scope == "observation":
+            source_class = ObservationSource
         sources[target.name] = source_class(target, settings, client, state, scorer)
     ops.health.config_loaded()
     return Context(settings, client, state, ops, info, plans, sources, resources)

@@ -23,6 +23,7 @@ import json
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import structlog
 
@@ -68,6 +69,8 @@ def trace_filter(target: TargetSettings, settings: Settings) -> TraceFilter:
 
 #: The reason a trace with one field over ``[langfuse] max_field_chars`` is skipped for.
 FIELD_TOO_LARGE = "field too large"
+#: The reason a trace none of whose observations matches ``[targets.observations]`` is recorded as done for.
+NOTHING_MATCHED = "no matching observation"
 #: The fields of an observation row that hold what the agent logged, of any size (metadata values are cut
 #: at 200 characters by Langfuse unless expanded).
 LOGGED_FIELDS = ("input", "output")
@@ -285,7 +288,9 @@ class TraceSource(SourceBase):
         handled: set[str] = set()
         #: Traces skipped for their size, by reason.
         oversized: dict[str, list[str]] = {}
-        async for trace in self.client.reads.fetch_traces(roots):
+        only = self.row_conditions()
+        reads = self.client.reads
+        async for trace in reads.fetch_traces(roots, only=only) if only else reads.fetch_traces(roots):
             self.scorer.progress()
             if trace.trace_id in found:
                 continue
@@ -319,11 +324,14 @@ class TraceSource(SourceBase):
                 oversized.setdefault(FIELD_TOO_LARGE, []).append(trace.trace_id)
                 handled.add(trace.trace_id)
                 continue
-            sample = extract_sample(trace.rows, references=self.target.references, trace_id=trace.trace_id)
-            if root.end_time is None:
-                sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
             handled.add(trace.trace_id)
-            yield WorkItem(sample, root.start_time, root.environment, json.dumps(root.row, default=str))
+            items = self.work_items(trace.rows, root)
+            if not items:
+                oversized.setdefault(NOTHING_MATCHED, []).append(trace.trace_id)
+            for item in items:
+                if root.end_time is None:
+                    item.sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
+                yield item
         for reason, trace_ids in oversized.items():
             report.skipped[reason] += len(trace_ids)
             self.state.record_scored(self.target.name, trace_ids, self.scorer.plan.config_hash, now, reason=reason)
@@ -332,6 +340,20 @@ class TraceSource(SourceBase):
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             report.skipped["no observations"] += len(missing)
             self.state.record_scored(self.target.name, missing, self.scorer.plan.config_hash, now)
+
+    def row_conditions(self) -> Sequence[dict[str, Any]]:
+        """v4 ``filter`` conditions narrowing a trace's rows to what its samples need: none, whole traces."""
+        return ()
+
+    def work_items(self, rows: Sequence[Row], root: TraceRoot) -> list[WorkItem]:
+        """What one read trace is scored as: one sample (the observation scope overrides this)."""
+        sample = extract_sample(rows, references=self.target.references, trace_id=root.trace_id)
+        return [WorkItem(sample, root.start_time, root.environment, self.retry_payload(root))]
+
+    @staticmethod
+    def retry_payload(root: TraceRoot) -> str:
+        """What a retry needs to read the trace again: its root row, as JSON."""
+        return json.dumps(root.row, default=str)
 
     async def retry_failures(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
         """Score again the failed traces whose next try has come."""

@@ -65,6 +65,9 @@ def test_score_id_is_a_fixed_uuid5_of_subject_and_name() -> None:
     assert score_id(subject, "tool_call_accuracy") == "fe88f41c-cc32-50fb-be26-0fe770dc5883"
     expected = uuid.uuid5(namespace, "score\x1f0af7651916cd43dd8448eb211c80319c\x1f\x1f\x1ftool_call_accuracy")
     assert score_id(subject, "tool_call_accuracy") == str(expected)
+    # An observation's score (scope = "observation"): the same formula with the observation id.
+    observation = ScoreSubject.trace("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    assert score_id(observation, "tool_call_validity") == "6c795d17-82f6-5b66-b9a5-387d47cfbe5b"
 
 
 def test_ids_differ_by_subject_and_name_and_ignore_everything_else() -> None:

@@ -12,11 +12,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from standins.contract import get_contract
-from standins.formats import FORMATS, HOSTILE_KINDS, PROJECT_ID
+from standins.formats import FORMATS, HOSTILE_KINDS, PROJECT_ID, SDK_FORMATS
 from standins.generate import MAX_TRACE, Corpus, DatasetSpec, Scenario, experiment_id
 from standins.tasks import DEVIATIONS
 from tests.support.standins import small_scenario
 from trace_scorer.extract import extract_sample
+from trace_scorer.extract.observations import observation_samples
+from trace_scorer.langfuse.observation_filter import ObservationFilter
 
 
 def test_the_same_scenario_gives_the_same_rows() -> None:
@@ -209,3 +211,37 @@ def test_golden_references_on_production_roots_are_the_planned_run() -> None:
         other = plain.render(plain.find(header.trace_id))  # type: ignore[arg-type]
         assert "expected_calls" not in other.root.row["metadata"]
         assert [r.row for r in other.records][1:] == [r.row for r in rendered.records][1:]
+
+
+@pytest.mark.parametrize("fmt", SDK_FORMATS)
+def test_sdk_integration_traces_give_one_sample_per_generation(fmt: str) -> None:
+    """The traces the SDK integrations make (the openai wrapper alone, ``@observe``, LangChain with
+    agents, OTel GenAI): valid v4 rows, and as observation samples every generation declares its tools
+    and, in an agent loop, the generations' calls are the agent's steps in order."""
+    corpus = Corpus(small_scenario(formats=(fmt,), traces=20, datasets=()))
+    contract = get_contract()
+    generations = ObservationFilter(types=("GENERATION",))
+    kinds: set[str] = set()
+    for header in corpus.production_headers():
+        rendered = corpus.render(header)
+        rows = [row for record in rendered.records for row in record.visible_rows(datetime.now(UTC))]
+        contract.check_response("GET", "/api/public/v2/observations", 200, {"data": rows, "meta": {}})
+        kinds |= {row["type"] for row in rows}
+        task = rendered.task
+        assert task is not None
+        samples = observation_samples(rows, generations.matches, trace_id=header.trace_id)
+        declared = {t.name for t in task.tools} if fmt != "otel_genai" else set()  # OTel: only on opt-in
+        assert samples and all({t.name for t in s.tools or []} == declared for s in samples)
+        calls = [(c.name, c.arguments) for s in samples for c in s.tool_calls or []]
+        steps = [(s.tool, s.args) for s in task.steps]
+        if fmt == "openai_wrapper":  # one completion: the first call asked for, or the answer
+            assert len(samples) == 1 and calls in (steps[:1], [])
+            assert calls or samples[0].response == (task.answer or "")
+        else:
+            assert calls == steps
+    expected = {
+        "openai_wrapper": {"GENERATION"},
+        "observe_nested": {"SPAN", "GENERATION"},
+        "langchain_agent": {"CHAIN", "AGENT", "TOOL", "GENERATION"},
+    }
+    assert expected.get(fmt, {"GENERATION"}) <= kinds

@@ -170,10 +170,7 @@ def test_check_warns_per_metric_when_no_recent_trace_carries_its_inputs(
     assert cli.main(["check"]) == 0  # a warning is not a failure
     out = capsys.readouterr().out
     assert "target agent: inputs in its 3 most recent traces" in out
-    assert (
-        "warning: 0 of 3 recent traces carry reference tool calls: tool_call_accuracy would be skipped on all"
-        in out
-    )
+    assert "warning: 0 of 3 recent traces carry reference tool calls: tool_call_accuracy would be skipped on all" in out
     assert "warning: 0 of 3 recent traces carry expected answers: rouge would be skipped on all" in out
 
 
@@ -186,3 +183,20 @@ def test_check_does_not_warn_when_recent_traces_carry_the_inputs(
     assert "tool_call_accuracy: 3 of 3 recent traces carry its inputs" in out
     assert "rouge: 3 of 3 recent traces carry its inputs" in out
     assert "warning" not in out
+
+
+def test_check_surveys_an_observation_target_per_observation(
+    v4: InProcessLangfuse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scope = "observation": the survey counts the recent traces' matching observations (each agent
+    trace here has one generation and one tool)."""
+    settings = CLI_SETTINGS.replace('max_window = "6h"\n', 'max_window = "6h"\nscope = "observation"\n')
+    settings = settings.replace('metric = "tool_call_accuracy"', 'metric = "tool_errors"')
+    settings = settings.replace('metric = "rouge"', 'metric = "answer_completeness"')
+    settings += '[targets.observations]\ntypes = ["TOOL"]\n'
+    (tmp_path / "settings.toml").write_text(settings)
+    _recent_agent_traces(v4, 3)
+    assert cli.main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert "target agent: inputs in its 3 most recent observations" in out
+    assert "tool_errors: 3 of 3 recent observations carry its inputs" in out

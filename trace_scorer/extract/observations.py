@@ -1,0 +1,136 @@
+"""One trace's rows → one Sample per chosen observation (``scope = "observation"``).
+
+An observation's sample is the extraction rooted at it: the observation and its descendants, read by
+:func:`extract_sample` as if they were a trace whose root is the observation. So a GENERATION gives its
+input messages (the conversation up to it) and its answer, the tool calls it asked for (those of its
+output: its input repeats earlier generations' calls), the tools it declared, its finish reason,
+latency, tokens and cost; an AGENT or CHAIN gives everything done under it;
+a TOOL gives its own execution (arguments, result, error). Where the subtree of a TOOL, AGENT, SPAN...
+declares no tools (a TOOL; an AGENT whose generations were not recorded), the tools declared by the
+trace's latest generation that started before it are taken: the context a call is validated against.
+
+Never raises on data (as :func:`extract_sample`): rows that are not objects or have no id are left out,
+a parent cycle does not loop, and the notes say what was left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from trace_scorer.config.references import ReferenceSettings
+from trace_scorer.extract.calls import message_calls
+from trace_scorer.extract.extractor import _tool_call, extract_sample
+from trace_scorer.extract.facts import read_facts
+from trace_scorer.extract.messages import MessageReader
+from trace_scorer.extract.model import Notes
+from trace_scorer.extract.rows import dedupe_rows, parse_json_field, to_observation
+from trace_scorer.sample import Sample, ToolSpec
+from trace_scorer.times import parse_time
+
+#: Observation types that the SDK integrations never give children (the openai wrapper's, LangChain's and
+#: OTel GenAI's generations; events; embeddings). Their sample is their own row: it borrows no tools from
+#: the generation before it (a generation that declared none offered none), and a v4 server may be asked
+#: for their rows alone (``langfuse/observation_filter.py``).
+LEAF_TYPES = frozenset({"GENERATION", "EVENT", "EMBEDDING"})
+#: A sample's subtree is cut at this many rows (a trace holds at most ``max_rows_per_trace``; this bounds
+#: the work per observation when many nested observations match).
+MAX_SUBTREE_ROWS = 20_000
+
+
+def _ident(row: Mapping[str, Any]) -> str | None:
+    value = row.get("id")
+    return value if isinstance(value, str) and value else None
+
+
+def observation_samples(
+    rows: Iterable[Any],
+    wanted: Callable[[Mapping[str, Any]], bool],
+    *,
+    trace_id: str,
+    references: ReferenceSettings | None = None,
+) -> list[Sample]:
+    """One Sample per row of ``trace_id`` that ``wanted`` accepts, in start-time order (then by id). Each
+    sample's ``id`` and ``observation_id`` are the observation's id, ``trace_id`` the trace's."""
+    kept = [row for row in dedupe_rows(rows, Notes()) if row.get("traceId") in (trace_id, None) and _ident(row)]
+    chosen = [row for row in kept if wanted(row)]
+    if not chosen:
+        return []
+    children: dict[str, list[Mapping[str, Any]]] = {}
+    for row in kept:
+        parent = row.get("parentObservationId")
+        if isinstance(parent, str) and parent and parent != row["id"]:
+            children.setdefault(parent, []).append(row)
+    chosen.sort(key=_start_key)
+    generations = sorted((row for row in kept if str(row.get("type", "")).upper() == "GENERATION"), key=_start_key)
+    return [_sample(row, children, generations, trace_id, references) for row in chosen]
+
+
+def _start_key(row: Mapping[str, Any]) -> tuple[bool, str, str]:
+    start = parse_time(row.get("startTime"))
+    return (start is None, start.isoformat() if start else "", str(row.get("id")))
+
+
+def subtree(
+    row: Mapping[str, Any], children: Mapping[str, list[Mapping[str, Any]]]
+) -> tuple[list[Mapping[str, Any]], bool]:
+    """The observation and its descendants (each once, whatever cycles the rows hold), and whether the
+    subtree was cut at :data:`MAX_SUBTREE_ROWS`."""
+    found: list[Mapping[str, Any]] = [row]
+    seen = {row["id"]}
+    stack = list(children.get(row["id"], ()))
+    while stack:
+        current = stack.pop()
+        if current["id"] in seen:
+            continue
+        if len(found) >= MAX_SUBTREE_ROWS:
+            return found, True
+        seen.add(current["id"])
+        found.append(current)
+        stack.extend(children.get(current["id"], ()))
+    return found, False
+
+
+def _sample(
+    row: Mapping[str, Any],
+    children: Mapping[str, list[Mapping[str, Any]]],
+    generations: list[Mapping[str, Any]],
+    trace_id: str,
+    references: ReferenceSettings | None,
+) -> Sample:
+    rows, cut = subtree(row, children)
+    # The observation is the root of its extraction (its parent is not among the rows).
+    root = {**row, "parentObservationId": None, "isRootObservation": True}
+    rows[0] = root
+    sample = extract_sample(rows, references=references, trace_id=trace_id)
+    if str(row.get("type", "")).upper() == "GENERATION" and len(rows) == 1 and sample.tool_calls is not None:
+        # A generation's input repeats the calls earlier generations made (the history): the calls it
+        # made are those of its output. Its messages keep the whole conversation.
+        answered = MessageReader(Notes()).read(parse_json_field(row.get("output")), "output", "")
+        sample.tool_calls = [_tool_call(c) for c in message_calls(answered or [])]
+    sample.id = row["id"]
+    sample.observation_id = row["id"]
+    if cut:
+        sample.notes.append(f"the observation's subtree was cut at {MAX_SUBTREE_ROWS:,} rows")
+    if sample.tools is None and str(row.get("type", "")).upper() not in LEAF_TYPES:
+        declared = _tools_before(row, generations)
+        if declared is not None:
+            sample.tools = declared
+    return sample
+
+
+def _tools_before(row: Mapping[str, Any], generations: list[Mapping[str, Any]]) -> list[ToolSpec] | None:
+    """The tools declared by the latest generation that started before ``row`` (not ``row`` itself)."""
+    start = parse_time(row.get("startTime"))
+    if start is None:
+        return None
+    notes = Notes()
+    for generation in reversed(generations):
+        began = parse_time(generation.get("startTime"))
+        if generation is row or generation.get("id") == row.get("id") or began is None or began > start:
+            continue
+        observation = to_observation(generation, 0, notes)
+        facts = read_facts([observation], observation)
+        if facts.tools is not None:
+            return [ToolSpec(name=t.name, parameters=t.parameters, description=t.description) for t in facts.tools]
+    return None
