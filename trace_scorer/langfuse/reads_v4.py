@@ -7,6 +7,8 @@ strings; fields of groups not requested are absent).
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
