@@ -294,14 +294,14 @@ class BatchScorer:
         self.progress()
         self.count_delivery(delivery, report)
 
-        unsettled = {s.subject for s in delivery.undelivered}
-        unsettled |= {s.subject for batch in delivery.unattributed for s in batch.scores}
+        unsettled = {settling_unit(s.subject) for s in delivery.undelivered}
+        unsettled |= {settling_unit(s.subject) for batch in delivery.unattributed for s in batch.scores}
         settled: list[SampleResult] = []
         #: Traces (each with all of its items: a chunk holds whole traces) done, and failed with why.
         done: dict[str, None] = {}
         failed: dict[str, tuple[WorkItem, dict[str, str]]] = {}
         for item, result in chunk:
-            if item.subject in unsettled:
+            if item.unit in unsettled:
                 continue
             settled.append(result)
             self.telemetry.metric_outcomes(self.target.name, result.outcomes)
