@@ -14,8 +14,9 @@ Per rate it prints:
   stand-in stores a score when it accepts it, so that is when ``GET /v3/scores`` can read it): p50, p95,
   max, over the traces that ended after ``--warmup`` seconds of traffic; traces never scored by
   ``--drain`` seconds after the traffic ended are **missed**;
-- reads per 100 traces scored during the traffic (every ``GET``; score posts apart), and reads per minute
-  while idle (``--idle`` seconds after the drain);
+- reads per 100 traces in the steady state (every ``GET`` from the end of the warm-up to the last trace's
+  end, per trace ending then; score posts apart), and reads per minute while idle (``--idle`` seconds from
+  ``--settle`` seconds after the traffic, once no sweep can see it);
 - whether late children were read: for every trace with a row visible after its root's (and up to
   ``--check`` others), the rows are read back from the stand-in once all are visible, scored locally with the
   same metrics, and the values compared with those posted ("complete" = all equal);
@@ -69,6 +70,7 @@ class Result:
     p95: float = 0.0
     max: float = 0.0
     reads_live: int = 0
+    traces_steady: int = 0
     scored_live: int = 0
     reads_per_100: float = 0.0
     reads_per_minute_idle: float = 0.0
@@ -139,16 +141,28 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         with WorkerProcess(["run"], env=env, workdir=workdir) as worker:
             wait_for_start(worker.log_path, worker.running)
             pid = worker.process.pid
-            cpu0, reads0, posts0 = cpu_seconds(pid), reads(lf), posts(lf)
+            cpu0, posts0 = cpu_seconds(pid), posts(lf)
             headers = [corpus.production.header(i) for i in range(1, 1 + live)]
             rendered = {h.trace_id: corpus.render(h) for h in headers}
+            warm = start_at + timedelta(seconds=args.warmup)
+            traffic_end = max(r.end for r in rendered.values())
             visible_end = max(rec.visible_final for r in rendered.values() for rec in r.records)
             drain_until = visible_end + timedelta(seconds=args.drain)
+            # Reads in the steady state: from the warm-up's end to the last trace's end.
+            marks: dict[str, int] = {}
             while datetime.now(UTC) < drain_until and worker.running():
-                time.sleep(1.0)
-            cpu1, reads1, posts1 = cpu_seconds(pid), reads(lf), posts(lf)
+                now = datetime.now(UTC)
+                if "warm" not in marks and now >= warm:
+                    marks["warm"] = reads(lf)
+                if "end" not in marks and now >= traffic_end:
+                    marks["end"] = reads(lf)
+                time.sleep(0.5)
+            cpu1, posts1 = cpu_seconds(pid), posts(lf)
+            # Idle: once the last sweep that could still see the traffic (``lag``, 2 min) is over.
+            time.sleep(max(0.0, (visible_end + timedelta(seconds=args.settle) - datetime.now(UTC)).total_seconds()))
+            idle0 = reads(lf)
             time.sleep(args.idle)
-            reads2 = reads(lf)
+            idle1 = reads(lf)
             worker.terminate()
         stored = lf.scores()
         summary = lf.score_summary()
@@ -160,7 +174,6 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         trace_id = s["traceId"]
         last[trace_id] = max(last.get(trace_id, when), when)
         values.setdefault(trace_id, {})[s["name"]] = s["value"]
-    warm = start_at + timedelta(seconds=args.warmup)
     fresh: list[float] = []
     for trace_id, r in rendered.items():
         if r.end < warm:
@@ -176,10 +189,12 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         result.max = round(max(fresh), 1)
     scored = [t for t in rendered if t in last]
     result.scored_live = len(scored)
-    result.reads_live = reads1 - reads0
-    result.reads_per_100 = round(100 * (reads1 - reads0) / max(1, len(scored)), 2)
+    steady = sum(1 for r in rendered.values() if warm <= r.end < traffic_end)
+    result.reads_live = marks.get("end", 0) - marks.get("warm", 0)
+    result.traces_steady = steady
+    result.reads_per_100 = round(100 * result.reads_live / max(1, steady), 2)
     result.posts_per_100 = round(100 * (posts1 - posts0) / max(1, len(scored)), 2)
-    result.reads_per_minute_idle = round((reads2 - reads1) * 60 / args.idle, 2)
+    result.reads_per_minute_idle = round((idle1 - idle0) * 60 / args.idle, 2)
     result.cpu_ms_per_trace = round(1000 * (cpu1 - cpu0) / max(1, len(scored)), 2)
     check(result, rendered, values, args)
     return result
@@ -219,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=20.0, help="traces ending before this are not measured")
     parser.add_argument("--drain", type=float, default=60.0, help="seconds after the last row is visible")
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of no traffic, reads counted")
+    parser.add_argument("--settle", type=float, default=150.0, help="idle counted from this long after the traffic")
     parser.add_argument("--export-delay", type=float, default=2.0)
     parser.add_argument("--jitter", type=float, default=8.0)
     parser.add_argument("--late-rate", type=float, default=0.1)
