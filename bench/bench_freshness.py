@@ -80,6 +80,9 @@ class Result:
     checked: int = 0
     checked_complete: int = 0
     cpu_ms_per_trace: float = 0.0
+    #: The stand-in's CPU over the traffic and drain, in cores (1.0: one core busy all the time).
+    standin_cpu_share: float = 0.0
+    longest_tick: float = 0.0
     duplicates: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -141,7 +144,8 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         with WorkerProcess(["run"], env=env, workdir=workdir) as worker:
             wait_for_start(worker.log_path, worker.running)
             pid = worker.process.pid
-            cpu0, posts0 = cpu_seconds(pid), posts(lf)
+            standin = int(getattr(lf, "pid", 0))
+            cpu0, posts0, standin0, wall0 = cpu_seconds(pid), posts(lf), cpu_seconds(standin), time.monotonic()
             headers = [corpus.production.header(i) for i in range(1, 1 + live)]
             rendered = {h.trace_id: corpus.render(h) for h in headers}
             warm = start_at + timedelta(seconds=args.warmup)
@@ -157,7 +161,8 @@ def run(rate: float, args: argparse.Namespace) -> Result:
                 if "end" not in marks and now >= traffic_end:
                     marks["end"] = reads(lf)
                 time.sleep(0.5)
-            cpu1, posts1 = cpu_seconds(pid), posts(lf)
+            cpu1, posts1, standin1, wall1 = cpu_seconds(pid), posts(lf), cpu_seconds(standin), time.monotonic()
+            ticks = [json.loads(line) for line in worker.log_path.read_text().splitlines() if '"event": "tick"' in line]
             # Idle: once the last sweep that could still see the traffic (``lag``, 2 min) is over.
             time.sleep(max(0.0, (visible_end + timedelta(seconds=args.settle) - datetime.now(UTC)).total_seconds()))
             idle0 = reads(lf)
@@ -196,6 +201,8 @@ def run(rate: float, args: argparse.Namespace) -> Result:
     result.posts_per_100 = round(100 * (posts1 - posts0) / max(1, len(scored)), 2)
     result.reads_per_minute_idle = round((idle1 - idle0) * 60 / args.idle, 2)
     result.cpu_ms_per_trace = round(1000 * (cpu1 - cpu0) / max(1, len(scored)), 2)
+    result.standin_cpu_share = round((standin1 - standin0) / (wall1 - wall0), 2)
+    result.longest_tick = max((float(t.get("duration_seconds", 0)) for t in ticks), default=0.0)
     check(result, rendered, values, args)
     return result
 
