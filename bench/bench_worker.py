@@ -42,6 +42,7 @@ import asyncio
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -79,6 +80,9 @@ PEER_VERSION = "4.60.0"
 LLM_LATENCY = 0.3
 POLITE = {"metric": "aspect_critic", "name": "polite", "definition": "The final answer is polite and helpful."}
 DETERMINISTIC: list[str | dict[str, Any]] = ["tool_call_accuracy", "rouge"]
+#: A directory put first on the worker's PYTHONPATH (another copy of the package: figures before a change).
+EXTRA_PYTHONPATH = ""
+
 JUDGED: list[str | dict[str, Any]] = ["agent_goal_accuracy", POLITE]
 #: Requests made once at start-up (connection check, generation probe, score configs): not per trace.
 STARTUP_ROUTES = ("/health", "/projects", "/score-configs", "/experiments")
@@ -231,6 +235,8 @@ def run_worker(
     faults: FaultConfig | None = None,
     hog: bool = False,
     version: str | None = None,
+    target_options: dict[str, Any] | None = None,
+    profile: Path | None = None,
 ) -> WorkerRun:
     """One worker over a fresh backlog on fresh stand-ins; returns when every trace was seen by a tick.
 
@@ -249,7 +255,9 @@ def run_worker(
         if llm_latency is not None:
             llm = start_openai(OpenAIOptions(profile="openai", faults=FaultConfig(latency=llm_latency)), mode="process")
         try:
-            target = production_target(metrics, references=PRODUCTION_REFERENCES, **backlog_timing(scenario))
+            target = production_target(
+                metrics, references=PRODUCTION_REFERENCES, **backlog_timing(scenario), **(target_options or {})
+            )
             env = worker_environment(
                 lf,
                 llm,
@@ -258,10 +266,19 @@ def run_worker(
                 worker_settings=worker_settings,
                 langfuse_settings={"api_generation": generation},
             )
+            if EXTRA_PYTHONPATH:
+                env["PYTHONPATH"] = os.pathsep.join([EXTRA_PYTHONPATH, env["PYTHONPATH"]])
             workdir = Path(tempfile.mkdtemp(prefix=f"bench-{label}-"))
             with WorkerProcess(["run"], env=env, workdir=workdir) as worker:
                 wait_for_start(worker.log_path, worker.running)
                 startup_cpu = cpu_seconds(worker.pid)
+                spy = None
+                if profile is not None:  # py-spy (pip install py-spy), from the end of start-up on
+                    spy = subprocess.Popen(
+                        [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(worker.pid),
+                         "--rate", "200", "--format", "raw", "--output", str(profile)],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    )  # fmt: skip
                 follower = LogFollower(worker.log_path)
                 deadline = time.monotonic() + timeout
                 while time.monotonic() < deadline and worker.running():
@@ -274,6 +291,9 @@ def run_worker(
                     raise RuntimeError(f"{label}: {follower.seen()} of {traces} traces seen\n{worker.log()[-3000:]}")
                 worker_cpu = cpu_seconds(worker.pid)
                 peak = worker.peak_rss_mb
+                if spy is not None:
+                    spy.send_signal(signal.SIGINT)
+                    spy.wait(timeout=60)
                 standin_cpu = cpu_seconds(getattr(lf, "pid", 0))
                 worker.terminate()
             working = [t for t in follower.ticks if t["traces_seen"]]

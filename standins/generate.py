@@ -158,6 +158,10 @@ class Scenario:
     #: Share of non-root observations that arrive late, and how much later (seconds).
     late_rate: float = 0.0
     late_delay: float = 0.0
+    #: Up to this many seconds more before each observation's rows are visible, drawn per observation
+    #: from its id (uniform): ingestion delays vary, so a child can become visible after its root.
+    #: 0 (the default): every row after the same delay.
+    ingest_jitter: float = 0.0
     #: (min, max) seconds a production trace lasts, drawn per trace (its rows stretched to fit); None:
     #: as rendered (under a minute). E.g. ``(60, 1200)`` with ``spacing=7.2, traces=1000``: traces of
     #: 1–20 minutes over a 2-hour backlog.
@@ -833,6 +837,8 @@ class Corpus:
         start = datetime.fromisoformat(row["startTime"])
         end = datetime.fromisoformat(row["endTime"]) if row.get("endTime") else start
         extra = self.late if late else timedelta(0)
+        if self.scenario.ingest_jitter > 0:
+            extra += timedelta(seconds=self.scenario.ingest_jitter * _fraction(self.scenario.seed, "jitter", row["id"]))
         if self.span_end_visibility:
             visible = end + self.export_lag + extra
             return RowRecord(row, micros(start), duplicate, visible, visible, has_started_row=False)
@@ -943,6 +949,12 @@ class Corpus:
             for h in (self.production.header(i) for i in range(self.scenario.traces))
             if h.environment == environment
         ]
+
+    @property
+    def longest_run(self) -> timedelta | None:
+        """No generated trace ends later after its start (``render`` checks it); None once a test gave
+        traces of its own, whose spans may last any time."""
+        return None if self._given_reach else self.max_duration
 
     @property
     def max_duration(self) -> timedelta:

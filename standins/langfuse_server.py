@@ -763,7 +763,16 @@ class LangfuseApp(StandinApp):
                     low = bound if low is None else max(low, bound)
                 if bound and c["operator"] in ("<", "<="):
                     high = bound if high is None else min(high, bound)
+            if c.get("column") == "endTime" and c.get("type") == "datetime" and c["operator"] in (">=", ">"):
+                # A row ending after the bound started at most a trace's duration before it.
+                bound, longest = q.parse_time(c.get("value")), self.corpus.longest_run
+                if bound and longest is not None:
+                    earliest = bound - longest
+                    low = earliest if low is None else max(low, earliest)
         trace_ids = {c["value"] for c in conditions if c.get("column") == "traceId" and c.get("operator") == "="}
+        for c in conditions:
+            if c.get("column") == "traceId" and c.get("operator") == "any of" and isinstance(c.get("value"), list):
+                trace_ids.update(str(v) for v in c["value"])
         if "traceId" in simple:
             trace_ids.add(simple["traceId"][0])
         cursor_text = q.one(params, "cursor")

@@ -134,13 +134,19 @@ class ObservationFilterSettings(StrictModel):
         return self
 
 
+#: The defaults of ``interval`` and ``quiet_period`` for ``source = "dataset_runs"``.
+DATASET_RUNS_INTERVAL = 60.0
+DATASET_RUNS_QUIET_PERIOD = 300.0
+
+
 class TargetSettings(StrictModel):
     """``[[targets]]``: one stream of work (production traces or dataset runs) and how to score it."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
     source: Literal["traces", "dataset_runs"] = "traces"
-    #: How often the worker looks for new work.
-    interval: Duration = 60.0
+    #: How often the worker looks for new work. Default: 12 s for production traces (issue #29: scores
+    #: within seconds of a trace's end; one read a tick when idle), 60 s for dataset runs.
+    interval: Duration = 12.0
     #: Offline: the sample field that groups samples (e.g. "run_id", "metadata.KEY"), or "*" for one group
     #: of all the samples read; group metrics and run-level KPIs are computed per group. The dataset_runs
     #: source always groups by run (see ``run_groups``).
@@ -165,11 +171,15 @@ class TargetSettings(StrictModel):
     # -- when is work ready, and how far back to look ------------------------------------------------
     #: How far back the first tick looks (no watermark yet); dataset runs: which experiments are read.
     lookback: Duration | None = None
-    #: The window ends this long before now: Langfuse's reads lag behind ingestion.
+    #: The window ends this long before now: Langfuse's reads lag behind ingestion. On v4, where a root is
+    #: listed as soon as it is visible, it is how late a row may become visible after its span ended: the
+    #: listing of what ended since the last one reaches this far back once every ``lag`` (a sweep).
     lag: Duration = 120.0
     #: A trace counts as finished when its root ended at least this long ago (no "finished" signal
-    #: exists); a dataset run's run-level scores are posted once no item arrived for this long.
-    quiet_period: Duration = 300.0
+    #: exists; children exported after their root are read if they come within it); a dataset run's
+    #: run-level scores are posted once no item arrived for this long. Default: 10 s for production
+    #: traces, 300 s for dataset runs.
+    quiet_period: Duration = 10.0
     #: A root with no end time this long after its start is scored as it is (with a note).
     unfinished_after: Duration = 3600.0
     #: At most this much time is read in one tick (a backlog is worked off window by window).
@@ -211,6 +221,11 @@ class TargetSettings(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> TargetSettings:
+        if self.source == "dataset_runs":  # a run is scored as a whole: no hurry, and items trickle in
+            if "interval" not in self.model_fields_set:
+                self.interval = DATASET_RUNS_INTERVAL
+            if "quiet_period" not in self.model_fields_set:
+                self.quiet_period = DATASET_RUNS_QUIET_PERIOD
         if not self.metrics:
             raise ValueError("a target needs at least one [[targets.metrics]] entry")
         if self.source == "dataset_runs" and not self.datasets:

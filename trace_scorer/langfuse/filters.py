@@ -9,7 +9,8 @@ condition (window included); the simple parameters are still sent, consistent wi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from trace_scorer.langfuse.ids import format_timestamp
@@ -23,8 +24,31 @@ def _needs_json_v4(trace_filter: TraceFilter) -> bool:
     )
 
 
-def v4_root_query(window: TimeWindow, trace_filter: TraceFilter) -> dict[str, Any]:
-    """Arguments of ``observations.get_many`` for the root observations of matching traces."""
+def _window_conditions(window: TimeWindow) -> list[dict[str, Any]]:
+    return [
+        {"type": "datetime", "column": "startTime", "operator": ">=", "value": format_timestamp(window.start)},
+        {"type": "datetime", "column": "startTime", "operator": "<", "value": format_timestamp(window.end)},
+    ]
+
+
+def v4_trace_rows_query(window: TimeWindow, trace_ids: Sequence[str]) -> dict[str, Any]:
+    """Arguments for the observations of these traces starting in ``window`` (``traceId any of``)."""
+    conditions = [
+        *_window_conditions(window),
+        {"type": "stringOptions", "column": "traceId", "operator": "any of", "value": list(trace_ids)},
+    ]
+    return {
+        "from_start_time": window.start,
+        "to_start_time": window.end,
+        "filter": json.dumps(conditions, ensure_ascii=False),
+    }
+
+
+def v4_root_query(
+    window: TimeWindow, trace_filter: TraceFilter, *, ended_since: datetime | None = None
+) -> dict[str, Any]:
+    """Arguments of ``observations.get_many`` for the root observations of matching traces; with
+    ``ended_since``, only the roots that ended then or later (issue #29: what is new since a listing)."""
     query: dict[str, Any] = {
         "is_root_observation": True,
         "from_start_time": window.start,
@@ -33,22 +57,15 @@ def v4_root_query(window: TimeWindow, trace_filter: TraceFilter) -> dict[str, An
         "user_id": trace_filter.user_id,
         "session_id": trace_filter.session_id,
     }
-    if _needs_json_v4(trace_filter):
+    if _needs_json_v4(trace_filter) or ended_since is not None:
         conditions: list[dict[str, Any]] = [
-            {
-                "type": "datetime",
-                "column": "startTime",
-                "operator": ">=",
-                "value": format_timestamp(window.start),
-            },
-            {
-                "type": "datetime",
-                "column": "startTime",
-                "operator": "<",
-                "value": format_timestamp(window.end),
-            },
+            *_window_conditions(window),
             {"type": "boolean", "column": "isRootObservation", "operator": "=", "value": True},
         ]
+        if ended_since is not None:
+            conditions.append(
+                {"type": "datetime", "column": "endTime", "operator": ">=", "value": format_timestamp(ended_since)}
+            )
         conditions += _common_conditions(trace_filter, trace_name_column="traceName")
         query["filter"] = json.dumps(conditions, ensure_ascii=False)
     return query

@@ -160,14 +160,23 @@ class V3Reader:
                     yield root
 
     async def list_roots(
-        self, window: TimeWindow, trace_filter: TraceFilter, *, max_traces: int = 0, known: KnownTraces | None = None
+        self,
+        window: TimeWindow,
+        trace_filter: TraceFilter,
+        *,
+        max_traces: int = 0,
+        known: KnownTraces | None = None,
+        ended_since: datetime | None = None,
     ) -> RootListing:
         """:meth:`list_trace_roots` up to ``max_traces`` (0: no limit), without those ``known`` names.
         Traces come oldest first here: the listing stops at the first root past ``max_traces`` that starts
-        later than the one before it (the next window starts there)."""
+        later than the one before it (the next window starts there). ``ended_since`` is checked here, on
+        our side (the legacy list has no end-time filter)."""
         roots: list[TraceRoot] = []
         async with aclosing(self.list_trace_roots(window, trace_filter)) as listed:
             async for root in listed:
+                if ended_since is not None and (root.end_time is None or root.end_time < ended_since):
+                    continue
                 if max_traces and len(roots) >= max_traces and root.start_time > roots[-1].start_time:
                     return RootListing(roots, root.start_time)
                 if known is None or root.trace_id not in known([root]):

@@ -36,7 +36,7 @@ from trace_scorer.langfuse.endpoints import (
     Endpoint,
 )
 from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseHTTPError, LangfuseResponseError
-from trace_scorer.langfuse.filters import root_matches, v4_root_query
+from trace_scorer.langfuse.filters import root_matches, v4_root_query, v4_trace_rows_query
 from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, TOO_LARGE_ROW, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
@@ -109,6 +109,7 @@ class V4Reader:
             slack=self._slack,
             max_rows_per_trace=settings.max_rows_per_trace,
             now=clock.now,
+            pages_of=self._trace_pages,
         )
 
     # --- paging ------------------------------------------------------------------------------
@@ -204,6 +205,11 @@ class V4Reader:
             BODY_FIELDS, from_start_time=window.start, to_start_time=window.end, filter=row_filter
         )
 
+    def _trace_pages(self, window: TimeWindow, trace_ids: Sequence[str]) -> AsyncGenerator[list[Row], None]:
+        """The rows of these traces starting in ``window`` (the structured filter's ``traceId any of``)."""
+        query = v4_trace_rows_query(window, trace_ids)
+        return self._observation_pages(BODY_FIELDS, **query)
+
     # --- traces ------------------------------------------------------------------------------
 
     async def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
@@ -212,7 +218,13 @@ class V4Reader:
             yield root
 
     async def list_roots(
-        self, window: TimeWindow, trace_filter: TraceFilter, *, max_traces: int = 0, known: KnownTraces | None = None
+        self,
+        window: TimeWindow,
+        trace_filter: TraceFilter,
+        *,
+        max_traces: int = 0,
+        known: KnownTraces | None = None,
+        ended_since: datetime | None = None,
     ) -> RootListing:
         """One root per trace starting in the window and matching the filter, newest first; no more than
         ``max_traces`` of the earliest, none that ``known`` names.
@@ -238,7 +250,7 @@ class V4Reader:
                 if held is None or (root.start_time, root.observation_id) < (held.start_time, held.observation_id):
                     roots[root.trace_id] = root
 
-        query = v4_root_query(window, trace_filter)
+        query = v4_root_query(window, trace_filter, ended_since=ended_since)
         pages = self._observation_pages(ROOT_FIELDS, slim_fields=SLIM_ROOT_FIELDS, **query)
         async for page in pages:
             keep(deduper.push(page))

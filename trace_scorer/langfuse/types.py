@@ -56,9 +56,7 @@ class TimeWindow:
         if self.start.tzinfo is None or self.end.tzinfo is None:
             raise ValueError("TimeWindow needs timezone-aware datetimes")
         if not self.start < self.end:
-            raise ValueError(
-                f"TimeWindow start {self.start.isoformat()} is not before end {self.end.isoformat()}"
-            )
+            raise ValueError(f"TimeWindow start {self.start.isoformat()} is not before end {self.end.isoformat()}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,11 +308,18 @@ class LangfuseReads(Protocol):
         ...
 
     async def list_roots(
-        self, window: TimeWindow, trace_filter: TraceFilter, *, max_traces: int = 0, known: KnownTraces | None = None
+        self,
+        window: TimeWindow,
+        trace_filter: TraceFilter,
+        *,
+        max_traces: int = 0,
+        known: KnownTraces | None = None,
+        ended_since: datetime | None = None,
     ) -> RootListing:
         """The window's roots as :meth:`list_trace_roots`, but no more than ``max_traces`` (0: no limit) of the
         earliest, and none of those ``known`` names: a listing holds that many roots at most, whatever the
-        window holds. (A window whose first ``max_traces + 1`` roots start at one instant is listed whole.)"""
+        window holds. (A window whose first ``max_traces + 1`` roots start at one instant is listed whole.)
+        With ``ended_since``, only roots that ended then or later (what became visible since a listing)."""
         ...
 
     def fetch_traces(

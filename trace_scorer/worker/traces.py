@@ -13,6 +13,17 @@ a finished trace is scored exactly once whatever its duration (up to ``max_trace
 root not finished yet keeps the watermark within that distance of its start, so it is read again. On
 legacy servers (a trace is visible from its start) nothing is read again and such a root holds the
 watermark at its start.
+
+**Fresh listings on v4** (issue #29). A root is visible only once it ended, so on v4 a tick lists roots up
+to *now* (not ``now - lag``): a trace is scored ``quiet_period`` after its end, as soon as a tick sees it.
+Listing everything behind the watermark again every tick would cost a page per 1,000 roots of the last
+``max_trace_duration``, so, after this process's first complete listing, a tick lists only the roots that
+ended since the previous listing minus a margin (``endTime >=``): the margin is the quiet period, at least
+:data:`FRESH_MARGIN`, widened to 1.5 times the latest a root was seen to appear (capped at ``lag``). Once
+every ``lag`` the listing reaches ``lag`` before the previous sweep: any root visible within ``lag`` of its
+end is listed then, however late. The times are in memory only: after a restart the first tick lists the
+whole window again, as before, and the ledger drops what was done. A listing cut by ``max_window_traces``,
+stopped or failed moves neither time.
 """
 
 from __future__ import annotations
@@ -43,6 +54,12 @@ log = structlog.get_logger(__name__)
 #: one finishes its slowest traces and posts, so the judge's slots do not run dry at every batch boundary.
 #: Each batch keeps the ledger rules on its own; the watermark still waits for all of them.
 BATCHES_IN_FLIGHT = 2
+
+#: Seconds before the previous listing that the next one reaches back to at least (v4): rows become
+#: visible some seconds after their span ended, and a root that ended just before a listing may come after it.
+FRESH_MARGIN = 30.0
+#: How much wider than the latest a root was seen to appear the fresh listing's margin is kept.
+LATE_FACTOR = 1.5
 
 
 def sampled(trace_id: str, rate: float) -> bool:
@@ -104,6 +121,8 @@ class WindowPlan:
     window: TimeWindow
     todo: list[TraceRoot]
     hold: datetime
+    #: False when the listing stopped at ``max_window_traces`` before the end of what it was to read.
+    complete: bool = True
 
 
 def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
@@ -117,6 +136,15 @@ class TraceSource(SourceBase):
     def prepare(self, settings: Settings) -> None:
         self.filter = trace_filter(self.target, settings)
         self.max_field_chars = settings.langfuse.max_field_chars
+        #: v4: when this process's last complete listing and last sweep were made (server time); None:
+        #: none yet, so the next listing reads the whole window (module docstring, "Fresh listings").
+        self.listed_at: datetime | None = None
+        self.swept_at: datetime | None = None
+        #: Where this process left the watermark: one found behind it was moved back (by a person, or a
+        #: state import), and the window is listed whole again.
+        self.left_at: datetime | None = None
+        #: The latest a root was seen to appear after a listing that came after its end (seconds).
+        self.late_seen = 0.0
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         now = self.present(now)
@@ -126,10 +154,49 @@ class TraceSource(SourceBase):
         window = self.next_window(now, report)
         if window is None:
             return report
-        hold = await self.score_window(window, now, report, stop, reread=self.reread())
-        if hold is not None and hold > window.start:
-            self.state.set_watermark(self.target.name, hold)
+        fresh = self.client.reads.rows_appear_at_end
+        if self.left_at is not None and window.start < self.left_at:
+            self.listed_at = self.swept_at = None  # the watermark was moved back: list the window whole again
+        ended_since, sweep = self.ended_since(now) if fresh else (None, False)
+        plan = await self.plan_window(
+            window, now, report, reread=self.reread(), ended_since=ended_since, upto=now if fresh else None
+        )
+        self._learn_lateness(plan.todo)
+        if not await self._score_batches(plan.todo, now, report, stop):
+            return report
+        if plan.hold > window.start:
+            self.state.set_watermark(self.target.name, plan.hold)
+        self.left_at = max(plan.hold, window.start)
+        if fresh and plan.complete:
+            self.listed_at = now
+            if sweep:
+                self.swept_at = now
         return report
+
+    def ended_since(self, now: datetime) -> tuple[datetime | None, bool]:
+        """How far back (by end time) this tick lists roots on v4, and whether it is a sweep. None: the
+        whole window (no complete listing yet in this process)."""
+        if self.listed_at is None:
+            return None, True
+        lag = self.target.lag
+        margin = min(max(self.target.quiet_period, FRESH_MARGIN, LATE_FACTOR * self.late_seen), max(lag, 0.0))
+        since = self.listed_at - timedelta(seconds=max(margin, self.target.quiet_period))
+        if self.swept_at is None or now - self.swept_at >= timedelta(seconds=lag):
+            swept = self.swept_at or self.listed_at
+            return min(since, swept - timedelta(seconds=lag)), True
+        return since, False
+
+    def _learn_lateness(self, todo: Sequence[TraceRoot]) -> None:
+        """A new root that had ended before the previous listing was not visible then: it came that late.
+        (A root held back by the quiet period counts too, by less than the quiet period: no harm.)"""
+        if self.listed_at is None:
+            return
+        ends = [r.end_time for r in todo if r.end_time is not None and r.end_time < self.listed_at]
+        if ends:
+            late = (self.listed_at - min(ends)).total_seconds()
+            if late > self.late_seen:
+                self.late_seen = late
+                log.info("langfuse_rows_late", target=self.target.name, seconds=round(late, 1))
 
     def next_window(self, now: datetime, report: TickReport) -> TimeWindow | None:
         """``[watermark, min(now - lag, watermark + max_window))``, or None when nothing is new yet.
@@ -179,11 +246,20 @@ class TraceSource(SourceBase):
         return plan.hold
 
     async def plan_window(
-        self, window: TimeWindow, now: datetime, report: TickReport, *, reread: timedelta = timedelta(0)
+        self,
+        window: TimeWindow,
+        now: datetime,
+        report: TickReport,
+        *,
+        reread: timedelta = timedelta(0),
+        ended_since: datetime | None = None,
+        upto: datetime | None = None,
     ) -> WindowPlan:
         """What is to be scored in ``window``: the ready traces not scored with this configuration and not
-        left to the retry path, and how far the watermark may move once they have settled."""
-        ready, hold = await self._ready_roots(window, now, report, reread)
+        left to the retry path, and how far the watermark may move once they have settled. ``upto``: list
+        roots starting until then (v4: now), not only until the window's end; ``ended_since``: only roots
+        that ended then or later."""
+        ready, hold, complete = await self._ready_roots(window, now, report, reread, ended_since, upto)
         known = self.state.scored_hashes(self.target.name, [r.trace_id for r in ready])
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
         config_hash = self.scorer.plan.config_hash
@@ -192,7 +268,7 @@ class TraceSource(SourceBase):
         if already := sum(1 for r in ready if known.get(r.trace_id) == config_hash and r.start_time >= window.start):
             report.skipped["already scored"] += already
         self.scorer.telemetry.backlog(self.target.name, len(todo))
-        return WindowPlan(window, todo, hold)
+        return WindowPlan(window, todo, hold, complete)
 
     async def _score_batches(
         self, todo: Sequence[TraceRoot], now: datetime, report: TickReport, stop: asyncio.Event
@@ -227,20 +303,35 @@ class TraceSource(SourceBase):
         return not stopped
 
     async def _ready_roots(
-        self, window: TimeWindow, now: datetime, report: TickReport, reread: timedelta
-    ) -> tuple[list[TraceRoot], datetime]:
-        """The finished roots of ``window`` (and of ``reread`` before it), and how far the watermark may
-        move: a root not finished yet must be read again, so the watermark stays within ``reread`` of
-        its start (at its start when nothing is read again)."""
+        self,
+        window: TimeWindow,
+        now: datetime,
+        report: TickReport,
+        reread: timedelta,
+        ended_since: datetime | None = None,
+        upto: datetime | None = None,
+    ) -> tuple[list[TraceRoot], datetime, bool]:
+        """The finished roots of ``window`` (and of ``reread`` before it, and until ``upto``), how far the
+        watermark may move — a root not finished yet must be read again, so the watermark stays within
+        ``reread`` of its start (at its start when nothing is read again) —, and whether the listing was
+        complete (not cut by ``max_window_traces``)."""
         quiet_since = now - timedelta(seconds=self.target.quiet_period)
         give_up_waiting = now - timedelta(seconds=self.target.unfinished_after)
         ready: dict[str, TraceRoot] = {}
-        read = TimeWindow(window.start - reread, window.end)
+        read = TimeWindow(window.start - reread, max(upto or window.end, window.end))
 
         def done_behind(roots: Sequence[TraceRoot]) -> set[str]:
             """Behind the window, only what is not scored yet is news (e.g. a long trace that just ended);
-            a failed trace is the retry path's. Neither is held, nor counts towards ``max_window_traces``."""
-            behind = [r.trace_id for r in roots if r.start_time < window.start]
+            a failed trace is the retry path's. Neither is held, nor counts towards ``max_window_traces``.
+            The same holds for a root that ended before this process's previous listing: listed again
+            within the fresh listing's margin, it was seen then."""
+            seen_before = self.listed_at if ended_since is not None else None
+            behind = [
+                r.trace_id
+                for r in roots
+                if r.start_time < window.start
+                or (seen_before is not None and r.end_time is not None and r.end_time < seen_before)
+            ]
             if not behind:
                 return set()
             scored = self.state.scored_hashes(self.target.name, behind)
@@ -249,10 +340,11 @@ class TraceSource(SourceBase):
 
         # Each page read is progress (the transport reports it to the tick's listener), even one with no root.
         listing = await self.client.reads.list_roots(
-            read, self.filter, max_traces=self.target.max_window_traces, known=done_behind
+            read, self.filter, max_traces=self.target.max_window_traces, known=done_behind, ended_since=ended_since
         )
         # Cut by count: the window ends where the listing stopped, and the next one starts there.
-        hold = listing.complete_until
+        complete = listing.complete_until >= read.end
+        hold = min(listing.complete_until, window.end)
         if hold < window.end:
             log.info("window_cut", target=self.target.name, traces=len(listing.roots), until=hold.isoformat())
         for root in listing.roots:
@@ -269,7 +361,7 @@ class TraceSource(SourceBase):
                 hold = min(hold, root.start_time + reread)
                 continue
             ready[root.trace_id] = root
-        return list(ready.values()), hold
+        return list(ready.values()), hold, complete
 
     async def score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is

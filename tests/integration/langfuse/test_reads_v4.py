@@ -14,7 +14,7 @@ from tests.support.langfuse_factories import at
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
 from trace_scorer.langfuse.reads_v4 import V4Reader
-from trace_scorer.langfuse.trace_scan import OversizedTrace
+from trace_scorer.langfuse.trace_scan import MAX_IDS_PER_SCAN, OversizedTrace
 
 OBS = ("GET", "/api/public/v2/observations")
 WINDOW = TimeWindow(at(0), at(3600))
@@ -439,6 +439,7 @@ async def test_a_listing_stops_at_max_traces_of_the_earliest_and_ends_where_the_
     rest = await client.reads.list_roots(TimeWindow(at(110), WINDOW.end), TraceFilter(), max_traces=10)
     assert sorted(r.trace_id for r in rest.roots) == [f"t{n:02d}" for n in range(10, 20)]
     assert rest.complete_until == at(120)
+
     # Roots the caller knows are neither held nor counted.
     def first_five(roots: Sequence[TraceRoot]) -> set[str]:
         return {r.trace_id for r in roots if r.start_time < at(105)}
@@ -455,3 +456,23 @@ async def test_a_listing_of_roots_starting_at_one_instant_is_not_cut(
     client = make_client(ApiGeneration.V4, page_size=2)
     listing = await client.reads.list_roots(TimeWindow(at(100), at(200)), TraceFilter(), max_traces=2)
     assert len(listing.roots) == 5 and listing.complete_until == at(200)  # a cut there could never move on
+
+
+async def test_a_scan_of_a_few_traces_among_many_reads_only_their_rows(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    """Issue #29: the traces of a live stream run side by side; a scan asks for its traces by id (``traceId
+    any of``, at most ``MAX_IDS_PER_SCAN`` a request), not for every row within the slack around them."""
+    busy = [row for n in range(400) for row in (root(f"t{n}", 10 + n), child(f"t{n}", 1, 11 + n))]
+    v4.add_rows(*busy)
+    client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, page_size=1000)
+    wanted = {r.trace_id: r for r in await roots_of(client) if int(r.trace_id[1:]) % 2 == 0}
+    v4.calls.clear()
+    got = {t.trace_id: [r["id"] for r in t.rows] async for t in client.reads.fetch_traces(list(wanted.values()))}
+    assert got == {t: [f"{t}-root", f"{t}-obs1"] for t in wanted}
+    calls = v4.calls_to(*OBS)
+    asked = [json.loads(c.request.url.params["filter"]) for c in calls]
+    ids = [next(c["value"] for c in conditions if c["column"] == "traceId") for conditions in asked]
+    assert all(len(group) <= MAX_IDS_PER_SCAN for group in ids)
+    assert sorted(t for group in ids for t in group) == sorted(wanted)  # each asked for once
+    assert len(calls) == 2  # 200 traces: two halves of 100, one page each (the other 200 never read)

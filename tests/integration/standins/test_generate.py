@@ -139,6 +139,27 @@ def test_late_rows_arrive_after_their_delay_roots_never_late() -> None:
         assert rendered.root.visible_final == datetime.fromisoformat(rendered.root.row["endTime"])
 
 
+def test_ingest_jitter_varies_each_observations_delay_within_its_bound() -> None:
+    """Issue #29: rows visible ``export_delay`` plus up to ``ingest_jitter`` seconds after their span's end,
+    drawn per observation, so a child is sometimes visible after its root; without it, all alike."""
+    scenario = small_scenario(traces=20, ingest_jitter=8.0, duplicate_rate=0.0, datasets=())
+    delays: list[float] = []
+    child_after_root = 0
+    for header in Corpus(scenario, span_end_visibility=True, export_delay=2.0).production_headers():
+        rendered = Corpus(scenario, span_end_visibility=True, export_delay=2.0).render(header)
+        for record in rendered.records:
+            end = datetime.fromisoformat(record.row["endTime"])
+            delays.append((record.visible_final - end).total_seconds())
+        child_after_root += any(r.visible_final > rendered.root.visible_final for r in rendered.records[1:])
+    assert all(2.0 <= d <= 10.0 for d in delays) and max(delays) - min(delays) > 4.0
+    assert 0 < child_after_root < 20
+    plain = Corpus(small_scenario(traces=5, datasets=()), span_end_visibility=True, export_delay=2.0)
+    for header in plain.production_headers():
+        for record in plain.render(header).records:
+            end = datetime.fromisoformat(record.row["endTime"])
+            assert record.visible_final == end + timedelta(seconds=2)
+
+
 def test_a_large_backlog_is_arithmetic_not_memory() -> None:
     scenario = Scenario(seed=5, traces=100_000, spacing=1.0, end="2026-11-01T00:00:00+00:00", datasets=())
     started = time.perf_counter()
