@@ -73,29 +73,13 @@ async def trace_scores(
         }
         if names:
             params["name"] = ",".join(names)
-        cursor: str | None = None
-        cursors: set[str] = set()
-        while True:
-            answer = await transport.plain(
-                SCORES_V3, SCORES_V3.path, params={**params, **({"cursor": cursor} if cursor else {})}
-            )
-            body = answer.body
-            if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
-                raise LangfuseResponseError(endpoint=SCORES_V3.label, detail="no data list in the answer")
-            for row in body["data"]:
-                if not isinstance(row, Mapping) or row.get("id") in seen:
-                    continue
-                stored = _stored(row)
-                if stored is not None:
-                    seen.add(stored.id)
-                    yield stored
-            meta = body.get("meta")
-            cursor = meta.get("cursor") if isinstance(meta, Mapping) else None
-            if not cursor:
-                break
-            if cursor in cursors:
-                raise LangfuseResponseError(endpoint=SCORES_V3.label, detail=f"the cursor {cursor!r} repeated")
-            cursors.add(cursor)
+        async for row in _pages(transport, params):
+            if row.get("id") in seen:
+                continue
+            stored = _stored(row)
+            if stored is not None:
+                seen.add(stored.id)
+                yield stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +176,13 @@ async def _list_scores(
             params[key] = ",".join(values)
     if since is not None:
         params["fromTimestamp"] = since
+    async for raw in _pages(transport, params):
+        yield _row(raw)
+
+
+async def _pages(transport: Transport, params: Mapping[str, QueryValue]) -> AsyncIterator[Mapping[str, Any]]:
+    """The score rows of ``GET /v3/scores`` with these parameters, page by page along the server's
+    cursor; a cursor the server gives twice is an error (it would loop)."""
     cursor: str | None = None
     cursors: set[str] = set()
     while True:
@@ -203,7 +194,7 @@ async def _list_scores(
             raise LangfuseResponseError(endpoint=SCORES_V3.label, detail="no data list in the answer")
         for raw in body["data"]:
             if isinstance(raw, Mapping):
-                yield _row(raw)
+                yield raw
         meta = body.get("meta")
         cursor = meta.get("cursor") if isinstance(meta, Mapping) else None
         if not cursor:
