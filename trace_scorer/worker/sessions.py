@@ -74,7 +74,7 @@ class SessionSource(TraceSource):
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         now = self.present(now)
-        report = TickReport(self.target.name)
+        report = TickReport(self.target.name, unit="session")
         self.scorer.record_unrecorded()
         await self.retry_sessions(now, report, stop)
         window = self.next_window(now, report)
@@ -155,7 +155,7 @@ class SessionSource(TraceSource):
                 continue  # the retry path's
             if all(known.get(r.trace_id) == config_hash for r in listed):
                 if any(r.start_time >= window.start for r in listed):
-                    report.skipped["already scored"] += 1
+                    report.unit_skipped["already scored"] += 1
                 continue
             newest = max(r.start_time for r in listed)
             if quiet(listed):
@@ -219,7 +219,7 @@ class SessionSource(TraceSource):
             if session_id in skipped:
                 reason = skipped[session_id]
                 log.warning("session_skipped", target=self.target.name, session_id=session_id, reason=reason)
-                report.skipped[reason] += 1
+                report.unit_skipped[reason] += 1
                 self.state.record_scored(self.target.name, ledger, self.scorer.plan.config_hash, now, reason=reason)
                 continue
             ordered = [row for r in session.roots for row in rows[session_id].get(r.trace_id, [])]

@@ -83,3 +83,34 @@ async def test_a_failed_session_is_kept_by_its_id_and_retried_whole(
     assert context.state.failure("agent", "chat-c") is None
     assert session_scores(v4, "chat-c")["test_flaky"]["value"] == 1.0
     assert len(v4.scores) == 2
+
+
+async def test_metrics_count_sessions_under_their_own_name(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    """A session is not a trace: ``sessions_scored_total`` counts it, ``traces_scored_total`` stays empty;
+    skips count sessions (not quiet yet) or listed traces (no session), each under its own name."""
+    turn(v4, clock, "a1", "chat-a", 50)
+    turn(v4, clock, "a2", "chat-a", 40)
+    turn(v4, clock, "b1", "chat-b", 6)  # not quiet yet
+    turn(v4, clock, "lone", None, 30)
+    h = await harness(session_target())
+    context = await h.open()
+    report = await h.tick(context)
+    telemetry = context.ops.telemetry
+    report.count_skipped(telemetry)
+    value = telemetry.registry.get_sample_value
+    agent = {"target": "agent"}
+    assert value("trace_scorer_sessions_scored_total", agent) == 1
+    assert value("trace_scorer_traces_scored_total", agent) is None
+    assert value("trace_scorer_traces_seen_total", agent) == 4
+    assert value("trace_scorer_sessions_skipped_total", {**agent, "reason": "not_finished"}) == 1
+    assert value("trace_scorer_traces_skipped_total", {**agent, "reason": "not_finished"}) is None
+    assert value("trace_scorer_traces_skipped_total", {**agent, "reason": "no_session"}) == 1
+    helps = {m.name: m.documentation for m in telemetry.registry.collect()}
+    assert helps["trace_scorer_sessions_scored"].startswith("Sessions with at least one score posted")
+
+    await clock.sleep(600)  # chat-b quiet now; chat-a already scored
+    report = await h.tick(context)
+    report.count_skipped(telemetry)
+    assert value("trace_scorer_sessions_scored_total", agent) == 2
