@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from trace_scorer.config import Settings
     from trace_scorer.config.references import ReferenceSettings
     from trace_scorer.langfuse import LangfuseClient, TimeWindow
-    from trace_scorer.langfuse.types import TraceFilter
+    from trace_scorer.langfuse.types import Row, TraceFilter
 
 #: The sample fields a metric can require, in the order the survey lists them.
 FIELDS = ("messages", "response", "tool_calls", "expected", "reference", "reference_tool_calls", "reference_topics")
@@ -173,15 +173,20 @@ async def read_samples(
     limit: int,
     references: ReferenceSettings | None = None,
     observations: Callable[[Mapping[str, Any]], bool] | None = None,
+    *,
+    sessions: bool = False,
 ) -> list[Sample]:
     """Up to ``limit`` of the newest traces in ``window`` matching ``trace_filter``, extracted as the worker
     extracts them (with a target's ``references``). Shared by ``init`` and ``check``. ``observations``: a
     target of scope "observation"'s filter; the samples are then those of the traces' matching
-    observations (up to ``limit`` of them)."""
+    observations (up to ``limit`` of them). ``sessions``: a target of scope "session"; the samples are
+    then up to ``limit`` sessions of the traces listed, each with all of its traces in ``window``."""
     from trace_scorer.extract import extract_sample
     from trace_scorer.extract.observations import observation_samples
     from trace_scorer.langfuse.trace_scan import OversizedTrace
 
+    if sessions:
+        return await _read_session_samples(client, window, trace_filter, limit, references)
     roots = []
     async for root in client.reads.list_trace_roots(window, trace_filter):
         roots.append(root)
@@ -196,3 +201,38 @@ async def read_samples(
         else:
             samples += observation_samples(trace.rows, observations, trace_id=trace.trace_id, references=references)
     return samples[:limit]
+
+
+async def _read_session_samples(
+    client: LangfuseClient,
+    window: TimeWindow,
+    trace_filter: TraceFilter,
+    limit: int,
+    references: ReferenceSettings | None,
+) -> list[Sample]:
+    """Up to ``limit`` sessions of the traces listed in ``window`` (traces without a ``sessionId`` passed
+    over), each read whole as the session source reads it (one listing by its id, then its traces'
+    bodies) and extracted by :func:`extract_session`; a session with an oversized trace is left out."""
+    from trace_scorer.extract import extract_session
+    from trace_scorer.langfuse.trace_scan import OversizedTrace
+
+    session_ids: list[str] = []
+    async for root in client.reads.list_trace_roots(window, trace_filter):
+        if root.session_id and root.session_id not in session_ids:
+            session_ids.append(root.session_id)
+            if len(session_ids) >= limit:
+                break
+    samples = []
+    for session_id in session_ids:
+        listing = await client.reads.list_roots(window, replace(trace_filter, session_id=session_id))
+        roots = sorted(listing.roots, key=lambda r: (r.start_time, r.trace_id))
+        rows: dict[str, list[Row]] = {}
+        oversized = False
+        async for trace in client.reads.fetch_traces(roots):
+            oversized = oversized or isinstance(trace, OversizedTrace)
+            if not isinstance(trace, OversizedTrace):
+                rows[trace.trace_id] = list(trace.rows)
+        ordered = [row for r in roots for row in rows.get(r.trace_id, [])]
+        if ordered and not oversized:
+            samples.append(extract_session(ordered, session_id=session_id, references=references))
+    return samples

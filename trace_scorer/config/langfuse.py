@@ -79,6 +79,12 @@ class LangfuseSettings(StrictModel):
     #: under ``traces_skipped_total{reason="too many observations"}``, logged once and recorded as done.
     #: 0 = no cap (a trace is read whole, whatever its size).
     max_rows_per_trace: int = Field(default=20_000, ge=0)
+    #: A session (``scope = "session"``) whose traces hold more observation rows than this, together, is not
+    #: scored: a session is held whole until it is scored, as one trace is. Its rows are dropped the moment
+    #: it goes over, it is counted under ``sessions_skipped_total{reason="session too large"}``, logged once
+    #: and recorded as done. The default is ``max_rows_in_memory``'s: what one window scan may hold.
+    #: 0 = no cap.
+    max_rows_per_session: int = Field(default=50_000, ge=0)
     #: Longest answer read from Langfuse, in bytes (0 = no limit): a longer one stops being read. A page of
     #: observations over it is asked again with fewer rows, down to one; a trace whose rows cannot be read
     #: within it (one row over it) is skipped — ``traces_skipped_total{reason="answer too large"}`` —

@@ -116,14 +116,17 @@ def template_variables(template: str) -> tuple[str, ...]:
 
 #: Where an ``llm_judge`` variable is read from when its settings do not map it (Langfuse's evaluators
 #: name their variables this way): the first path that gives a value wins.
+#: ``input`` and ``output`` read the sample's own observation first: for a trace it is the trace's root
+#: (the same values as ``$.trace``), for a session the last turn's root, for ``scope = "observation"`` the
+#: observation scored — what Langfuse's observation evaluators quote.
 DEFAULT_VARIABLE_PATHS: dict[str, list[str]] = {
-    "input": ["$.trace.input"],
-    "query": ["$.trace.input"],
-    "question": ["$.trace.input"],
-    "output": ["$.trace.output"],
-    "generation": ["$.trace.output"],
-    "answer": ["$.trace.output"],
-    "response": ["$.trace.output"],
+    "input": ["$.observation.input", "$.trace.input"],
+    "query": ["$.observation.input", "$.trace.input"],
+    "question": ["$.observation.input", "$.trace.input"],
+    "output": ["$.observation.output", "$.trace.output"],
+    "generation": ["$.observation.output", "$.trace.output"],
+    "answer": ["$.observation.output", "$.trace.output"],
+    "response": ["$.observation.output", "$.trace.output"],
     "expected_output": ["$.expectedOutput"],
     "ground_truth": ["$.expectedOutput"],
     "reference": ["$.expectedOutput"],

@@ -293,7 +293,8 @@ class Fleet:
         client = self.context.client
         requests_before = client.stats.total_requests
         started = asyncio.get_running_loop().time()
-        job = _JobRun(TickReport(target))
+        source = self.context.sources.get(target)
+        job = _JobRun(TickReport(target, unit=source.target.scope if source is not None else "trace"))
         ok = False
         self.clock_watch.look()
         try:

@@ -27,7 +27,12 @@ from trace_scorer.extract.rows import (
     trace_order,
 )
 from trace_scorer.extract.tools import output_error, read_tool_observation
-from trace_scorer.extract.variables import observation_view, observations_document, read_variables
+from trace_scorer.extract.variables import (
+    observation_view,
+    observations_document,
+    read_variables,
+    session_document,
+)
 from trace_scorer.plugins import PluginError
 from trace_scorer.rows import json_in_text
 from trace_scorer.sample import Message, Sample, ToolCall, ToolSpec, content_text
@@ -44,12 +49,15 @@ def extract_sample(
     item: Mapping[str, Any] | None = None,
     references: ReferenceSettings | None = None,
     trace_id: str | None = None,
+    trace_row: Mapping[str, Any] | None = None,
 ) -> Sample:
     """The Sample of one trace: ``rows`` as ``GET /api/public/v2/observations`` returns them,
-    ``item`` the experiment/dataset item (``expectedOutput``, ``metadata``, ``experimentItemId``...)."""
+    ``item`` the experiment/dataset item (``expectedOutput``, ``metadata``, ``experimentItemId``...).
+    ``trace_row``: the trace's root row when ``rows`` are not the whole trace but an observation's
+    subtree (``scope = "observation"``): the references' and variables' ``$.trace`` is read from it."""
     notes = Notes()
     try:
-        return _Extraction(notes, references or _DEFAULT_REFERENCES).run(rows, item, trace_id)
+        return _Extraction(notes, references or _DEFAULT_REFERENCES).run(rows, item, trace_id, trace_row=trace_row)
     except PluginError:  # not the data's fault: a broken plug-in format stops the command (plan.py)
         raise
     except Exception as exc:  # the contract is "never raises on data"; a bug must not stop a run
@@ -89,6 +97,7 @@ class _Extraction:
         trace_id: str | None,
         *,
         session_id: str | None = None,
+        trace_row: Mapping[str, Any] | None = None,
     ) -> Sample:
         notes = self.notes
         if item is not None and not isinstance(item, Mapping):
@@ -123,12 +132,15 @@ class _Extraction:
             notes.add("no GENERATION or TOOL observation could be read: the tool calls made are unknown")
 
         response = self._response(root, item, conversation.messages, bool(ordered))
-        document = self._reference_document(item, root, chosen)
+        trace_root = to_observation(trace_row, 0, Notes()) if trace_row is not None else root
+        document = self._reference_document(item, trace_root, chosen)
         found, used = read_references(document, self.references, notes)
         variables: dict[str, Any] = {}
         if self.references.variables:
             document["observation"] = observation_view(root) if root is not None else None
             document["observations"] = observations_document(ordered)
+            if session_id is not None:
+                document["session"] = session_document(session_id, roots, self._trace_view)
             variables = read_variables(document, self.references.variables)
         if item is not None:
             describe_unused(document.get("expectedOutput"), used, notes)
@@ -301,6 +313,12 @@ class _Extraction:
         expected = document.get("expectedOutput")
         if isinstance(expected, str):
             document["expectedOutput"] = json_in_text(expected, '{["')
+        document["trace"] = self._trace_view(root, trace_id)
+        return document
+
+    @staticmethod
+    def _trace_view(root: Observation | None, trace_id: str | None) -> dict[str, Any]:
+        """``$.trace``: the trace as its root row tells it (one turn of ``$.session.turns`` too)."""
         trace: dict[str, Any] = {"id": trace_id}
         if root is not None:
             row = root.row
@@ -315,8 +333,7 @@ class _Extraction:
                 environment=root.environment,
                 release=row.get("release"),
             )
-        document["trace"] = trace
-        return document
+        return trace
 
 
 def session_roots(ordered: list[Observation]) -> list[Observation]:

@@ -24,7 +24,7 @@ from trace_scorer.extract.extractor import _tool_call, extract_sample
 from trace_scorer.extract.facts import read_facts
 from trace_scorer.extract.messages import MessageReader
 from trace_scorer.extract.model import Notes
-from trace_scorer.extract.rows import dedupe_rows, parse_json_field, to_observation
+from trace_scorer.extract.rows import dedupe_rows, find_root, parse_json_field, to_observation
 from trace_scorer.sample import Sample, ToolSpec
 from trace_scorer.times import parse_time
 
@@ -38,6 +38,10 @@ LEAF_TYPES = frozenset({"GENERATION", "EVENT", "EMBEDDING"})
 MAX_SUBTREE_ROWS = 20_000
 
 
+#: The fields of an observation's row that describe its trace (v4's ``trace_context``, legacy rows' own).
+_TRACE_CONTEXT = ("traceId", "traceName", "tags", "userId", "sessionId", "environment", "release")
+
+
 def _ident(row: Mapping[str, Any]) -> str | None:
     value = row.get("id")
     return value if isinstance(value, str) and value else None
@@ -49,13 +53,21 @@ def observation_samples(
     *,
     trace_id: str,
     references: ReferenceSettings | None = None,
+    trace_row: Mapping[str, Any] | None = None,
 ) -> list[Sample]:
     """One Sample per row of ``trace_id`` that ``wanted`` accepts, in start-time order (then by id). Each
-    sample's ``id`` and ``observation_id`` are the observation's id, ``trace_id`` the trace's."""
+    sample's ``id`` and ``observation_id`` are the observation's id, ``trace_id`` the trace's.
+    ``trace_row``: the trace's root row (as it was listed), read as the samples' ``$.trace``; by default
+    the root among ``rows`` (rows a server narrowed to the matching observations may not hold it: then
+    ``$.trace`` has only what the observation's row tells of its trace)."""
     kept = [row for row in dedupe_rows(rows, Notes()) if row.get("traceId") in (trace_id, None) and _ident(row)]
     chosen = [row for row in kept if wanted(row)]
     if not chosen:
         return []
+    if trace_row is None:
+        notes = Notes()
+        root = find_root([to_observation(row, seq, notes) for seq, row in enumerate(kept)])
+        trace_row = root.row if root is not None else None
     children: dict[str, list[Mapping[str, Any]]] = {}
     for row in kept:
         parent = row.get("parentObservationId")
@@ -63,7 +75,7 @@ def observation_samples(
             children.setdefault(parent, []).append(row)
     chosen.sort(key=_start_key)
     generations = sorted((row for row in kept if str(row.get("type", "")).upper() == "GENERATION"), key=_start_key)
-    return [_sample(row, children, generations, trace_id, references) for row in chosen]
+    return [_sample(row, children, generations, trace_id, references, trace_row) for row in chosen]
 
 
 def _start_key(row: Mapping[str, Any]) -> tuple[bool, str, str]:
@@ -97,12 +109,15 @@ def _sample(
     generations: list[Mapping[str, Any]],
     trace_id: str,
     references: ReferenceSettings | None,
+    trace_row: Mapping[str, Any] | None,
 ) -> Sample:
     rows, cut = subtree(row, children)
     # The observation is the root of its extraction (its parent is not among the rows).
     root = {**row, "parentObservationId": None, "isRootObservation": True}
     rows[0] = root
-    sample = extract_sample(rows, references=references, trace_id=trace_id)
+    if trace_row is None:  # the trace's root not read: $.trace is what the observation's row says of it
+        trace_row = {key: row[key] for key in _TRACE_CONTEXT if key in row}
+    sample = extract_sample(rows, references=references, trace_id=trace_id, trace_row=trace_row)
     if str(row.get("type", "")).upper() == "GENERATION" and len(rows) == 1 and sample.tool_calls is not None:
         # A generation's input repeats the calls earlier generations made (the history): the calls it
         # made are those of its output. Its messages keep the whole conversation.

@@ -53,6 +53,8 @@ JUDGE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 #: Which waits count as rate limiting (the server or provider asked us to slow down, or our own
 #: per-minute budget held a request back) and which as back-off after an error.
 WaitReason = Literal["rate_limit", "budget", "backoff"]
+#: What a target scores as one sample (its ``scope``): what its scored / failed / skipped counters count.
+Unit = Literal["trace", "session", "observation"]
 Service = Literal["langfuse", "judge"]
 
 _UNSAFE = re.compile(r"[^a-z0-9_.\-]+")
@@ -120,13 +122,16 @@ class _HealthCollector(Collector):
         self._health = health
 
     def collect(self) -> Iterator[Metric]:
-        up = GaugeMetricFamily(f"{PREFIX}_up", "1 when the probe (liveness, readiness) passes, else 0.",
-                               labels=["probe"])
+        up = GaugeMetricFamily(
+            f"{PREFIX}_up", "1 when the probe (liveness, readiness) passes, else 0.", labels=["probe"]
+        )
         up.add_metric(["liveness"], float(self._health.liveness().ok))
         up.add_metric(["readiness"], float(self._health.readiness().ok))
         yield up
-        langfuse = GaugeMetricFamily(f"{PREFIX}_langfuse_up", "1 when the last Langfuse check succeeded, 0 when "
-                                     "it failed (absent before the first check).")
+        langfuse = GaugeMetricFamily(
+            f"{PREFIX}_langfuse_up",
+            "1 when the last Langfuse check succeeded, 0 when it failed (absent before the first check).",
+        )
         state = self._health.langfuse_up
         if state is not None:
             langfuse.add_metric([], float(state))
@@ -163,83 +168,156 @@ class Telemetry:
         info.info({"version": __version__, "python": platform.python_version()})
 
         # -- work: traces and scores, per target --------------------------------------------------
-        self._seen = Counter(f"{p}_traces_seen_total", "Traces (or dataset-run items) read from Langfuse.",
-                             ["target"], registry=r)
-        self._scored = Counter(f"{p}_traces_scored_total",
-                               "Traces with at least one score posted to Langfuse (and none failed); a trace "
-                               "whose every metric was skipped counts as skipped, reason nothing_to_score.",
-                               ["target"], registry=r)
-        self._skipped = Counter(f"{p}_traces_skipped_total",
-                                "Traces read but with no score posted, by reason (nothing_to_score: every metric "
-                                "skipped, its inputs absent).",
-                                ["target", "reason"], registry=r)
-        self._failed = Counter(f"{p}_traces_failed_total",
-                               "Traces that failed (e.g. every judge model down); retried later.",
-                               ["target"], registry=r)
-        self._metric_results = Counter(f"{p}_metric_results_total",
-                                       "Per-trace metric and KPI outcomes: scored, skipped (inputs absent), failed.",
-                                       ["target", "metric", "outcome"], registry=r)
+        self._seen = Counter(
+            f"{p}_traces_seen_total", "Traces (or dataset-run items) read from Langfuse.", ["target"], registry=r
+        )
+        # A target's samples are counted under their own name (traces_*, sessions_*, observations_*): a
+        # session or an observation is not a trace, and a Prometheus user reads the name, not the docs.
+        # Trace targets keep the traces_* series they always had.
+        self._scored: dict[Unit, Counter] = {}
+        self._failed: dict[Unit, Counter] = {}
+        self._skipped: dict[Unit, Counter] = {}
+        for unit in ("trace", "session", "observation"):
+            them = f"{unit}s"
+            self._scored[unit] = Counter(
+                f"{p}_{them}_scored_total",
+                f"{them.capitalize()} with at least one score posted to Langfuse (and none failed); one whose every "
+                f"metric was skipped counts under {them}_skipped_total, reason nothing_to_score.",
+                ["target"],
+                registry=r,
+            )
+            self._failed[unit] = Counter(
+                f"{p}_{them}_failed_total",
+                f"{them.capitalize()} whose scoring failed (e.g. every judge model down); retried later.",
+                ["target"],
+                registry=r,
+            )
+            self._skipped[unit] = Counter(
+                f"{p}_{them}_skipped_total",
+                f"{them.capitalize()} with no score posted, by reason (nothing_to_score: every metric skipped, "
+                "its inputs absent).",
+                ["target", "reason"],
+                registry=r,
+            )
+        self._metric_results = Counter(
+            f"{p}_metric_results_total",
+            "Per-trace metric and KPI outcomes: scored, skipped (inputs absent), failed.",
+            ["target", "metric", "outcome"],
+            registry=r,
+        )
         self._posted = Counter(f"{p}_scores_posted_total", "Scores accepted by Langfuse.", ["target"], registry=r)
-        self._rejected = Counter(f"{p}_scores_rejected_total",
-                                 "Scores not accepted: invalid before sending, or rejected by Langfuse (207).",
-                                 ["target", "reason"], registry=r)
-        self._backlog = Gauge(f"{p}_backlog_traces",
-                              "Traces waiting to be scored, where the source knows (absent otherwise).",
-                              ["target"], registry=r)
-        self._newest_ts = Gauge(f"{p}_newest_scored_trace_timestamp_seconds",
-                                "Start time (Unix seconds) of the newest trace scored for the target.",
-                                ["target"], registry=r)
+        self._rejected = Counter(
+            f"{p}_scores_rejected_total",
+            "Scores not accepted: invalid before sending, or rejected by Langfuse (207).",
+            ["target", "reason"],
+            registry=r,
+        )
+        self._backlog = Gauge(
+            f"{p}_backlog_traces",
+            "Traces waiting to be scored, where the source knows (absent otherwise).",
+            ["target"],
+            registry=r,
+        )
+        self._newest_ts = Gauge(
+            f"{p}_newest_scored_trace_timestamp_seconds",
+            "Start time (Unix seconds) of the newest trace scored for the target.",
+            ["target"],
+            registry=r,
+        )
         r.register(_LagCollector(self._newest_snapshot, clock))
         self._queue_series: set[tuple[str, str, str]] = set()
-        self._queue_jobs = Gauge(f"{p}_queue_jobs",
-                                 "Distributed mode: the fleet's jobs in the queue by target, kind (plan, batch) and "
-                                 "state (todo, doing, failed); the same on every replica.",
-                                 ["target", "kind", "state"], registry=r)
+        self._queue_jobs = Gauge(
+            f"{p}_queue_jobs",
+            "Distributed mode: the fleet's jobs in the queue by target, kind (plan, batch) and "
+            "state (todo, doing, failed); the same on every replica.",
+            ["target", "kind", "state"],
+            registry=r,
+        )
 
         # -- ticks ----------------------------------------------------------------------------------
-        self._ticks = Counter(f"{p}_ticks_total", "Scheduler ticks, by outcome (ok, error).",
-                              ["target", "outcome"], registry=r)
-        self._tick_seconds = Histogram(f"{p}_tick_duration_seconds", "Wall time of one tick of a target.",
-                                       ["target"], buckets=TICK_BUCKETS, registry=r)
-        self._last_success = Gauge(f"{p}_last_successful_tick_timestamp_seconds",
-                                   "When (Unix seconds) the target's last tick that ended without error ended.",
-                                   ["target"], registry=r)
-        self._clock_steps = Counter(f"{p}_clock_steps_total",
-                                    "Steps of the wall clock seen between ticks (it moved more or less than the "
-                                    "monotonic clock), by direction (forward, backward).",
-                                    ["direction"], registry=r)
+        self._ticks = Counter(
+            f"{p}_ticks_total", "Scheduler ticks, by outcome (ok, error).", ["target", "outcome"], registry=r
+        )
+        self._tick_seconds = Histogram(
+            f"{p}_tick_duration_seconds",
+            "Wall time of one tick of a target.",
+            ["target"],
+            buckets=TICK_BUCKETS,
+            registry=r,
+        )
+        self._last_success = Gauge(
+            f"{p}_last_successful_tick_timestamp_seconds",
+            "When (Unix seconds) the target's last tick that ended without error ended.",
+            ["target"],
+            registry=r,
+        )
+        self._clock_steps = Counter(
+            f"{p}_clock_steps_total",
+            "Steps of the wall clock seen between ticks (it moved more or less than the "
+            "monotonic clock), by direction (forward, backward).",
+            ["direction"],
+            registry=r,
+        )
 
         # -- Langfuse API ---------------------------------------------------------------------------
-        self._lf_requests = Counter(f"{p}_langfuse_requests_total",
-                                    "HTTP requests to Langfuse (every attempt), by endpoint and status "
-                                    "(HTTP code, or timeout / connection_error).",
-                                    ["endpoint", "status"], registry=r)
-        self._lf_seconds = Histogram(f"{p}_langfuse_request_duration_seconds",
-                                     "Duration of HTTP requests to Langfuse.", ["endpoint"], registry=r)
-        self._lf_retries = Counter(f"{p}_langfuse_retries_total",
-                                   "Langfuse requests retried, by endpoint and the failed attempt's status.",
-                                   ["endpoint", "status"], registry=r)
+        self._lf_requests = Counter(
+            f"{p}_langfuse_requests_total",
+            "HTTP requests to Langfuse (every attempt), by endpoint and status "
+            "(HTTP code, or timeout / connection_error).",
+            ["endpoint", "status"],
+            registry=r,
+        )
+        self._lf_seconds = Histogram(
+            f"{p}_langfuse_request_duration_seconds", "Duration of HTTP requests to Langfuse.", ["endpoint"], registry=r
+        )
+        self._lf_retries = Counter(
+            f"{p}_langfuse_retries_total",
+            "Langfuse requests retried, by endpoint and the failed attempt's status.",
+            ["endpoint", "status"],
+            registry=r,
+        )
 
         # -- judges (LLM) ---------------------------------------------------------------------------
-        self._judge_calls = Counter(f"{p}_judge_calls_total",
-                                    "LLM judge calls, by model and outcome (ok, invalid answer, error).",
-                                    ["model", "outcome"], registry=r)
-        self._judge_seconds = Histogram(f"{p}_judge_call_duration_seconds", "Duration of LLM judge calls.",
-                                        ["model"], buckets=JUDGE_BUCKETS, registry=r)
-        self._judge_retries = Counter(f"{p}_judge_retries_total",
-                                      "LLM judge calls retried, by model and the failed attempt's status.",
-                                      ["model", "status"], registry=r)
-        self._tokens = Counter(f"{p}_judge_tokens_total", "Tokens used by LLM judges, by model and kind "
-                               "(prompt, completion).", ["model", "kind"], registry=r)
-        self._cost = Counter(f"{p}_judge_cost_usd_total",
-                             "Cost of LLM judge calls in US dollars, from the configured price table.",
-                             ["model"], registry=r)
+        self._judge_calls = Counter(
+            f"{p}_judge_calls_total",
+            "LLM judge calls, by model and outcome (ok, invalid answer, error).",
+            ["model", "outcome"],
+            registry=r,
+        )
+        self._judge_seconds = Histogram(
+            f"{p}_judge_call_duration_seconds",
+            "Duration of LLM judge calls.",
+            ["model"],
+            buckets=JUDGE_BUCKETS,
+            registry=r,
+        )
+        self._judge_retries = Counter(
+            f"{p}_judge_retries_total",
+            "LLM judge calls retried, by model and the failed attempt's status.",
+            ["model", "status"],
+            registry=r,
+        )
+        self._tokens = Counter(
+            f"{p}_judge_tokens_total",
+            "Tokens used by LLM judges, by model and kind (prompt, completion).",
+            ["model", "kind"],
+            registry=r,
+        )
+        self._cost = Counter(
+            f"{p}_judge_cost_usd_total",
+            "Cost of LLM judge calls in US dollars, from the configured price table.",
+            ["model"],
+            registry=r,
+        )
 
         # -- waiting ----------------------------------------------------------------------------------
-        self._wait = Counter(f"{p}_wait_seconds_total",
-                             "Seconds spent waiting before requests: rate_limit (429 / Retry-After), budget (our "
-                             "own requests-per-minute limit), backoff (after 5xx and timeouts).",
-                             ["service", "reason"], registry=r)
+        self._wait = Counter(
+            f"{p}_wait_seconds_total",
+            "Seconds spent waiting before requests: rate_limit (429 / Retry-After), budget (our "
+            "own requests-per-minute limit), backoff (after 5xx and timeouts).",
+            ["service", "reason"],
+            registry=r,
+        )
 
     def _newest_snapshot(self) -> dict[str, float]:
         with self._newest_lock:
@@ -260,16 +338,18 @@ class Telemetry:
     def traces_seen(self, target: str, n: int = 1) -> None:
         self._seen.labels(self._label("target", target)).inc(n)
 
-    def traces_scored(self, target: str, n: int = 1) -> None:
-        self._scored.labels(self._label("target", target)).inc(n)
+    def traces_scored(self, target: str, n: int = 1, *, unit: Unit = "trace") -> None:
+        """``n`` samples of the target scored: traces, or its scope's ``unit`` (``sessions_scored_total``)."""
+        self._scored[unit].labels(self._label("target", target)).inc(n)
 
-    def traces_skipped(self, target: str, reason: str, n: int = 1) -> None:
+    def traces_skipped(self, target: str, reason: str, n: int = 1, *, unit: Unit = "trace") -> None:
         """``reason``: a short stable word, e.g. ``not_finished``, ``sampled_out``, ``already_scored``,
-        ``nothing_to_score`` (every metric skipped: done, but no score posted)."""
-        self._skipped.labels(self._label("target", target), self._label("reason", reason)).inc(n)
+        ``nothing_to_score`` (every metric skipped: done, but no score posted). ``unit``: what was skipped
+        (a session target skips traces without a session, and sessions not quiet yet)."""
+        self._skipped[unit].labels(self._label("target", target), self._label("reason", reason)).inc(n)
 
-    def traces_failed(self, target: str, n: int = 1) -> None:
-        self._failed.labels(self._label("target", target)).inc(n)
+    def traces_failed(self, target: str, n: int = 1, *, unit: Unit = "trace") -> None:
+        self._failed[unit].labels(self._label("target", target)).inc(n)
 
     def metric_outcomes(self, target: str, outcomes: Mapping[str, Outcome]) -> None:
         """Count one sample's (or group's) results by score name: call it with ``SampleResult.outcomes``."""

@@ -312,17 +312,17 @@ class BatchScorer:
                 _, known = failed.setdefault(item.trace_id, (item, {}))
                 known.update(failures)
                 report.failed += 1
-                self.telemetry.traces_failed(self.target.name)
+                self.telemetry.traces_failed(self.target.name, unit=self.target.scope)
             elif any(isinstance(o, Score) for o in result.outcomes.values()):
                 for entry in item.ledger or (item.trace_id,):
                     done[entry] = None
                 report.scored += 1
-                self.telemetry.traces_scored(self.target.name)
+                self.telemetry.traces_scored(self.target.name, unit=self.target.scope)
                 self.telemetry.trace_scored_at(self.target.name, item.timestamp)
             else:  # every metric skipped: done (in the ledger), but no score was posted for it
                 for entry in item.ledger or (item.trace_id,):
                     done[entry] = None
-                report.skipped["nothing to score"] += 1
+                report.skip_sample("nothing to score")
             for note in result.sample.notes:
                 where = {"observation_id": item.observation_id} if item.observation_id else {}
                 log.info("extraction_note", target=self.target.name, trace_id=item.trace_id, note=note, **where)

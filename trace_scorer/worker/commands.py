@@ -74,7 +74,7 @@ async def run_backfill(settings: Settings, target_name: str, start: datetime, en
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-    total = TickReport(target.name)
+    total = TickReport(target.name, unit=target.scope)
     comparisons: list[Comparison] = []
     async with AsyncExitStack() as stack:
         context = await unless_stopped(open_context(settings, stack, ops=ops), stop)
@@ -251,8 +251,9 @@ FIELD_WORDS = {"expected": "expected answers", "response": "responses", "referen
 
 
 async def print_input_coverage(settings: Settings, plans: list[TargetPlan], console: Console) -> None:
-    """Per traces target, how many recent traces carry each per-sample metric's inputs, extracted as the
-    worker extracts them; a warning when none does (the metric would be skipped on every trace). Warnings
+    """Per traces target, how many recent samples (traces, sessions or observations: its scope) carry each
+    per-sample metric's inputs, extracted as the worker extracts them; a warning when none does (the
+    metric would be skipped on every sample). Warnings
     only: the exit code is unchanged. Dataset-runs targets are not read: their items carry the expected
     outputs, and a run is made on purpose for its metrics."""
     now = utc_now()
@@ -275,8 +276,16 @@ async def _print_target_coverage(
         return
     filter_ = trace_filter(target, settings)
     observations = observation_filter(target).matches if target.scope == "observation" else None
-    unit = "observations" if observations is not None else "traces"
-    samples = await read_samples(client, window, filter_, INPUT_SURVEY_TRACES, target.references, observations)
+    unit = f"{target.scope}s"  # what one sample is: a trace, a session, an observation
+    samples = await read_samples(
+        client,
+        window,
+        filter_,
+        INPUT_SURVEY_TRACES,
+        target.references,
+        observations,
+        sessions=target.scope == "session",
+    )
     if not samples:
         hours = f"{INPUT_SURVEY_HOURS:g}"
         console.print(

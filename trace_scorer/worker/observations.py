@@ -49,7 +49,11 @@ class ObservationSource(TraceSource):
 
     def work_items(self, rows: Sequence[Row], root: TraceRoot) -> list[WorkItem]:
         samples = observation_samples(
-            rows, self.observations.matches, trace_id=root.trace_id, references=self.target.references
+            rows,
+            self.observations.matches,
+            trace_id=root.trace_id,
+            references=self.target.references,
+            trace_row=root.row,
         )
         payload = self.retry_payload(root)
         return [

@@ -34,9 +34,10 @@ from datetime import datetime, timedelta
 
 import structlog
 
+from trace_scorer.config.settings import Settings
 from trace_scorer.extract import extract_session
 from trace_scorer.langfuse import Row, ScoreSubject, TimeWindow, TraceRoot, trace_root_from_row
-from trace_scorer.langfuse.trace_scan import OversizedTrace
+from trace_scorer.langfuse.trace_scan import OversizedTrace, over_cap
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.tick import TickReport
 from trace_scorer.worker.traces import FIELD_TOO_LARGE, TraceSource, sampled, too_large_field
@@ -45,6 +46,8 @@ log = structlog.get_logger(__name__)
 
 #: The reason a listed trace without a ``sessionId`` is recorded as done by a session target.
 NO_SESSION = "no session"
+#: The reason a session whose traces hold more rows than ``[langfuse] max_rows_per_session`` is skipped for.
+SESSION_TOO_LARGE = "session too large"
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,13 @@ def session_is_quiet(roots: Sequence[TraceRoot], now: datetime, *, quiet: float,
 class SessionSource(TraceSource):
     """The ``traces`` source of a target with ``scope = "session"``."""
 
+    def prepare(self, settings: Settings) -> None:
+        super().prepare(settings)
+        self.max_rows_per_session = settings.langfuse.max_rows_per_session
+
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         now = self.present(now)
-        report = TickReport(self.target.name)
+        report = TickReport(self.target.name, unit="session")
         self.scorer.record_unrecorded()
         await self.retry_sessions(now, report, stop)
         window = self.next_window(now, report)
@@ -155,7 +162,7 @@ class SessionSource(TraceSource):
                 continue  # the retry path's
             if all(known.get(r.trace_id) == config_hash for r in listed):
                 if any(r.start_time >= window.start for r in listed):
-                    report.skipped["already scored"] += 1
+                    report.unit_skipped["already scored"] += 1
                 continue
             newest = max(r.start_time for r in listed)
             if quiet(listed):
@@ -195,6 +202,7 @@ class SessionSource(TraceSource):
         cap is recorded as done without scores (its reason), as such a trace is by the traces source."""
         of_trace = {r.trace_id: s.session_id for s in sessions for r in s.roots}
         rows: dict[str, dict[str, list[Row]]] = {s.session_id: {} for s in sessions}
+        held = dict.fromkeys(rows, 0)  # rows held per session: capped at max_rows_per_session
         skipped: dict[str, str] = {}
         pending = {s.session_id: {r.trace_id for r in s.roots} for s in sessions}
         by_id = {s.session_id: s for s in sessions}
@@ -205,13 +213,27 @@ class SessionSource(TraceSource):
             if session_id is None or trace.trace_id not in pending[session_id]:
                 continue
             pending[session_id].discard(trace.trace_id)
-            if isinstance(trace, OversizedTrace):
-                skipped.setdefault(session_id, trace.reason)
+            if session_id in skipped:
+                pass  # its rows are not held: the session will not be scored
+            elif isinstance(trace, OversizedTrace):
+                skipped[session_id] = trace.reason
             elif (field := too_large_field(trace.rows, self.max_field_chars)) is not None:
                 log.warning("session_trace_skipped", target=self.target.name, trace_id=trace.trace_id, field=field)
-                skipped.setdefault(session_id, FIELD_TOO_LARGE)
+                skipped[session_id] = FIELD_TOO_LARGE
+            elif over_cap(held[session_id] + len(trace.rows), self.max_rows_per_session):
+                log.warning(
+                    "session_too_large",
+                    target=self.target.name,
+                    session_id=session_id,
+                    rows_read=held[session_id] + len(trace.rows),
+                    limit=self.max_rows_per_session,
+                )
+                skipped[session_id] = SESSION_TOO_LARGE
             else:
                 rows[session_id][trace.trace_id] = trace.rows
+                held[session_id] += len(trace.rows)
+            if session_id in skipped:
+                rows[session_id].clear()  # what was held of it is let go at once
             if pending[session_id]:
                 continue
             session = by_id[session_id]
@@ -219,7 +241,7 @@ class SessionSource(TraceSource):
             if session_id in skipped:
                 reason = skipped[session_id]
                 log.warning("session_skipped", target=self.target.name, session_id=session_id, reason=reason)
-                report.skipped[reason] += 1
+                report.unit_skipped[reason] += 1
                 self.state.record_scored(self.target.name, ledger, self.scorer.plan.config_hash, now, reason=reason)
                 continue
             ordered = [row for r in session.roots for row in rows[session_id].get(r.trace_id, [])]

@@ -148,7 +148,7 @@ class TraceSource(SourceBase):
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         now = self.present(now)
-        report = TickReport(self.target.name)
+        report = TickReport(self.target.name, unit=self.target.scope)
         self.scorer.record_unrecorded()  # what was posted but not recorded first: its traces are done
         await self.retry_failures(now, report, stop)
         window = self.next_window(now, report)

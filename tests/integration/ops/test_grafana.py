@@ -33,9 +33,10 @@ def exported_names() -> set[str]:
     telemetry.export_health(health)
     t = "agent"
     telemetry.traces_seen(t)
-    telemetry.traces_scored(t)
-    telemetry.traces_skipped(t, "not_finished")
-    telemetry.traces_failed(t)
+    for unit in ("trace", "session", "observation"):
+        telemetry.traces_scored(t, unit=unit)
+        telemetry.traces_skipped(t, "not_finished", unit=unit)
+        telemetry.traces_failed(t, unit=unit)
     telemetry.metric_outcomes(t, {"a": Score(1.0), "b": Skipped("x"), "c": Failed("y")})
     telemetry.scores_posted(t, 1)
     telemetry.scores_rejected(t, "rejected")

@@ -200,3 +200,32 @@ def test_check_surveys_an_observation_target_per_observation(
     out = capsys.readouterr().out
     assert "target agent: inputs in its 3 most recent observations" in out
     assert "tool_errors: 3 of 3 recent observations carry its inputs" in out
+
+
+def test_check_surveys_a_session_target_per_session(
+    v4: InProcessLangfuse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scope = "session": the survey assembles the recent traces' sessions (all their turns, as the
+    worker reads them) and counts sessions; a trace without a session is passed over."""
+    settings = CLI_SETTINGS.replace('max_window = "6h"\n', 'max_window = "6h"\nscope = "session"\n')
+    settings = settings.replace(
+        '  [targets.references]\n  expected = ["$.trace.metadata.expected_answer"]\n'
+        '  reference_tool_calls = ["$.trace.metadata.expected_calls"]\n',
+        "",
+    )
+    settings = settings.replace('metric = "tool_call_accuracy"', 'metric = "tool_call_count"')
+    (tmp_path / "settings.toml").write_text(settings)
+    now = datetime.now(UTC)
+    for index, session in enumerate(["chat-1", "chat-1", "chat-2", "chat-2", "chat-2", None]):
+        rows = agent_trace(f"turn-{index}", now - timedelta(hours=2, minutes=10 - index))
+        for row in rows:
+            row["sessionId"] = session
+        v4.add_rows(*rows)
+    assert cli.main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert "target agent: inputs in its 2 most recent sessions" in out
+    assert "tool_call_count: 2 of 2 recent sessions carry its inputs" in out
+    assert "warning: 0 of 2 recent sessions carry expected answers: rouge would be skipped on all" in out
+    # Each session was asked for by its id (its turns outside the listing would be read too).
+    asked = [c.request.url.params.get("filter", "") for c in v4.calls_to("GET", "/api/public/v2/observations")]
+    assert sum("chat-1" in a for a in asked) == 1 and sum("chat-2" in a for a in asked) == 1

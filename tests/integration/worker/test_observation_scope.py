@@ -236,3 +236,25 @@ async def test_an_exact_name_narrows_the_reads_and_other_names_are_not_scored(
     assert {"type": "string", "column": "name", "operator": "=", "value": "OpenAI-generation"} in json.loads(
         body["filter"]
     )
+
+
+async def test_metrics_count_observations_under_their_own_name(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    """An observation is not a trace: ``observations_scored_total`` counts the generations scored,
+    ``observations_skipped_total`` those whose every metric was skipped; traces are seen as traces."""
+    v4.add_rows(*two_generation_trace("t1", clock))
+    only_calls = observation_target(metrics=[{"metric": "tool_call_validity"}])
+    h = await harness(only_calls)
+    context = await h.open()
+    report = await h.tick(context)
+    telemetry = context.ops.telemetry
+    report.count_skipped(telemetry)
+    value = telemetry.registry.get_sample_value
+    agent = {"target": "agent"}
+    # t1-gen made a call (scored); t1-final made none (tool_call_validity skipped: nothing to score).
+    assert value("trace_scorer_observations_scored_total", agent) == 1
+    assert value("trace_scorer_observations_skipped_total", {**agent, "reason": "nothing_to_score"}) == 1
+    assert value("trace_scorer_traces_scored_total", agent) is None
+    assert value("trace_scorer_traces_skipped_total", {**agent, "reason": "nothing_to_score"}) is None
+    assert value("trace_scorer_traces_seen_total", agent) == 1

@@ -144,3 +144,34 @@ def test_the_reference_free_checks_score_a_session_as_they_score_a_trace(make_ro
     assert "tool_errors" in values
     # No turn declared its tools: validity cannot be judged (skipped with a reason, not scored on a guess).
     assert "tool_call_validity" not in values
+
+
+def test_judge_variables_read_the_session_document(make_row: RowMaker) -> None:
+    """``$.session``: the session's id and its turns in order, each a trace as ``$.trace`` shows it;
+    ``$.trace`` is the last turn."""
+    from trace_scorer.config.references import ReferenceSettings
+
+    paths = [
+        "$.session.id",
+        "$.session.turns[-1].input.q",
+        "$.session.turns[0].output",
+        "$.session.turns[0].id",
+        "$.session.turns",
+        "$.trace.input.q",
+    ]
+    sample = extract_session(chat(make_row), session_id="chat-9", references=ReferenceSettings(variables=paths))
+    found = sample.variables
+    assert found["$.session.id"] == "chat-9"
+    assert found["$.session.turns[-1].input.q"] == "And in Rome?"
+    assert found["$.session.turns[0].output"] == "Sunny in Paris."
+    assert found["$.session.turns[0].id"] == "t1"
+    assert [turn["id"] for turn in found["$.session.turns"]] == ["t1", "t2"]
+    assert found["$.trace.input.q"] == "And in Rome?"
+
+
+def test_a_trace_sample_has_no_session_document(make_row: RowMaker) -> None:
+    from trace_scorer.config.references import ReferenceSettings
+
+    rows = [r for r in chat(make_row) if r["traceId"] == "t1"]
+    sample = extract_sample(rows, references=ReferenceSettings(variables=["$.session.id"]), trace_id="t1")
+    assert "$.session.id" not in sample.variables

@@ -319,3 +319,64 @@ def test_a_generation_that_declared_no_tools_borrows_none() -> None:
     samples = observation_samples(rows, ObservationFilter().matches, trace_id="t1")
     assert [t.name for t in samples[0].tools or []] == ["get_weather"]
     assert samples[1].tools is None  # it offered the model no tool: nothing to validate against
+
+
+# -- judge variables ------------------------------------------------------------------------------------
+
+
+def test_judge_variables_read_the_scored_observation_and_the_trace_each_as_itself() -> None:
+    """``$.observation`` is the generation scored; ``$.trace`` the trace (its root), not the observation."""
+    from trace_scorer.config.references import ReferenceSettings
+
+    paths = ["$.observation.id", "$.observation.output.content", "$.trace.input", "$.trace.output", "$.trace.id"]
+    references = ReferenceSettings(variables=paths)
+    by_id = {
+        s.id: s.variables
+        for s in observation_samples(
+            openai_wrapper_trace(), ObservationFilter().matches, trace_id="t1", references=references
+        )
+    }
+    assert by_id["g2"]["$.observation.id"] == "g2"
+    assert by_id["g2"]["$.observation.output.content"] == "It is 4 °C."
+    assert by_id["g2"]["$.trace.input"] == "Weather in Oslo?"
+    assert by_id["g2"]["$.trace.output"] == "It is 4 °C."
+    assert by_id["g1"]["$.trace.input"] == "Weather in Oslo?"
+    assert by_id["g1"]["$.trace.id"] == "t1"
+
+
+def test_rows_narrowed_to_the_generations_read_the_trace_from_its_listed_root() -> None:
+    """A v4 server asked for generations only sends no root: the worker passes the root row it listed;
+    without it, ``$.trace`` holds only what the generation's row tells of its trace (no input)."""
+    from trace_scorer.config.references import ReferenceSettings
+
+    rows = openai_wrapper_trace()
+    root, generations = rows[0], [r for r in rows if r["type"] == "GENERATION"]
+    for r in generations:
+        r["traceName"] = "weather-agent"
+    references = ReferenceSettings(variables=["$.trace.input", "$.trace.name", "$.observation.id"])
+    listed = observation_samples(
+        generations, ObservationFilter().matches, trace_id="t1", references=references, trace_row=root
+    )
+    assert [s.variables["$.trace.input"] for s in listed] == ["Weather in Oslo?", "Weather in Oslo?"]
+    alone = observation_samples(generations, ObservationFilter().matches, trace_id="t1", references=references)
+    assert [s.variables.get("$.trace.input") for s in alone] == [None, None]
+    assert [s.variables["$.trace.name"] for s in alone] == ["weather-agent", "weather-agent"]
+    assert [s.variables["$.observation.id"] for s in alone] == ["g1", "g2"]
+
+
+def test_an_evaluator_s_input_and_output_default_to_the_scored_observation() -> None:
+    """Langfuse's observation evaluators read the observation's input and output: so do the defaults."""
+    from trace_scorer.config.references import DEFAULT_VARIABLE_PATHS, ReferenceSettings
+
+    paths = [*DEFAULT_VARIABLE_PATHS["input"], *DEFAULT_VARIABLE_PATHS["output"]]
+    samples = observation_samples(
+        openai_wrapper_trace(),
+        ObservationFilter().matches,
+        trace_id="t1",
+        references=ReferenceSettings(variables=paths),
+    )
+    g2 = next(s for s in samples if s.id == "g2")
+    first_input = next(p for p in DEFAULT_VARIABLE_PATHS["input"] if p in g2.variables)
+    first_output = next(p for p in DEFAULT_VARIABLE_PATHS["output"] if p in g2.variables)
+    assert g2.variables[first_input]["messages"][0]["content"] == "Weather in Oslo?"
+    assert g2.variables[first_output]["content"] == "It is 4 °C."
