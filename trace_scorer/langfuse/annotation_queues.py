@@ -8,6 +8,7 @@ The worker never uses them: these endpoints are in none of the worker's route tu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import quote
 
 from trace_scorer.errors import UserError
@@ -29,9 +30,18 @@ def _missing(queue_id: str) -> UserError:
     return UserError(f"annotation queue {queue_id!r} not found in this Langfuse project (its id, not its name)")
 
 
-async def queued_objects(transport: Transport, queue_id: str) -> set[str]:
-    """The object ids (traces, observations, sessions) the queue holds, pending or completed."""
-    found: set[str] = set()
+@dataclass(frozen=True)
+class QueueItem:
+    """One item of a queue: the object people are asked to label (``TRACE``, ``OBSERVATION``, ``SESSION``)."""
+
+    object_id: str
+    object_type: str
+    status: str
+
+
+async def queue_items(transport: Transport, queue_id: str) -> list[QueueItem]:
+    """Every item of the queue, pending or completed, page by page (newest first, as Langfuse lists them)."""
+    found: list[QueueItem] = []
     page = 1
     while True:
         try:
@@ -41,12 +51,21 @@ async def queued_objects(transport: Transport, queue_id: str) -> set[str]:
         body = answer.body
         if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
             raise LangfuseResponseError(endpoint=QUEUE_ITEMS.label, detail="no data list in the answer")
-        found.update(str(item["objectId"]) for item in body["data"] if isinstance(item, Mapping) and "objectId" in item)
+        found.extend(
+            QueueItem(str(item["objectId"]), str(item.get("objectType", "TRACE")), str(item.get("status", "")))
+            for item in body["data"]
+            if isinstance(item, Mapping) and "objectId" in item
+        )
         meta = body.get("meta")
         pages = meta.get("totalPages") if isinstance(meta, Mapping) else None
         if not body["data"] or not isinstance(pages, int) or page >= pages:
             return found
         page += 1
+
+
+async def queued_objects(transport: Transport, queue_id: str) -> set[str]:
+    """The object ids (traces, observations, sessions) the queue holds, pending or completed."""
+    return {item.object_id for item in await queue_items(transport, queue_id)}
 
 
 async def add_trace(transport: Transport, queue_id: str, trace_id: str) -> None:
