@@ -69,8 +69,24 @@ async def queued_objects(transport: Transport, queue_id: str) -> set[str]:
 
 
 async def add_trace(transport: Transport, queue_id: str, trace_id: str) -> None:
-    """Put one trace into the queue (pending)."""
-    try:
-        await transport.plain(QUEUE_ITEM_CREATE, _path(queue_id), body={"objectId": trace_id, "objectType": "TRACE"})
-    except LangfuseNotFoundError:
-        raise _missing(queue_id) from None
+    """Put one trace into the queue (pending), once.
+
+    The POST is not idempotent — Langfuse creates an item each time, and the request has no id the server
+    would keep (``objectId``, ``objectType``, ``status`` only) — so an attempt that failed on the way back (a
+    timeout, a dropped connection, a 5xx from a proxy) may have created the item: before each resend the
+    queue's items are read again, and a trace the queue now holds is not sent again."""
+    attempts = 0
+
+    async def attempt() -> None:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1 and trace_id in await queued_objects(transport, queue_id):
+            return  # a lost attempt created it
+        try:
+            await transport.plain(
+                QUEUE_ITEM_CREATE, _path(queue_id), body={"objectId": trace_id, "objectType": "TRACE"}, retry=False
+            )
+        except LangfuseNotFoundError:
+            raise _missing(queue_id) from None
+
+    await transport.retried(QUEUE_ITEM_CREATE, attempt)

@@ -18,10 +18,13 @@ import pytest
 from pydantic import SecretStr
 from sklearn import metrics
 
+from standins.faults import ScriptedFault
 from tests.support import langfuse_factories as f
+from tests.support.clocks import FakeClock
 from tests.support.langfuse_client import BASE_URL, PUBLIC, SECRET
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from trace_scorer import cli
+from trace_scorer.calibrate.disagreements import Disagreement, Pushed, push
 from trace_scorer.calibrate.items import LabelledSet
 from trace_scorer.calibrate.langfuse_labels import read_labelled
 from trace_scorer.config.langfuse import LangfuseSettings
@@ -212,6 +215,37 @@ def test_the_most_disputed_traces_go_to_the_queue_once(v4: InProcessLangfuse, se
     assert code == 0 and again is not None
     assert again["pushed"]["added"] == [] and sorted(again["pushed"]["already"]) == sorted(added)
     assert len(v4.queue_items["q-next"]) == 6
+
+
+QUEUE_POST = "POST /api/public/annotation-queues/{queueId}/items"
+
+
+@pytest.mark.parametrize(
+    ("fault", "posts"),
+    [
+        ("drop", 2),  # the item is created, the answer lost: the queue, read again, holds it — not resent
+        ("timeout", 3),  # no answer, nothing created: the queue, read again, lacks it — sent again
+    ],
+)
+def test_a_lost_answer_queues_each_trace_once(v4: InProcessLangfuse, clock: FakeClock, fault: str, posts: int) -> None:
+    v4.add_queue("q-retry", "retry")
+    v4.app.faults.add_script([ScriptedFault(fault, route=QUEUE_POST)])
+    ranked = [Disagreement("a", "trace-a", 1.0, None), Disagreement("b", "trace-b", 1.0, None)]
+
+    async def run() -> Pushed:
+        settings = LangfuseSettings(base_url=BASE_URL, public_key=PUBLIC, secret_key=SecretStr(SECRET))
+        async with LangfuseClient(settings, clock=clock) as client:
+            await client.connect()
+            return await push(client, "q-retry", ranked, 5)
+
+    pushed = asyncio.run(run())
+
+    assert pushed.added == ["trace-a", "trace-b"]
+    assert [i["objectId"] for i in v4.queue_items["q-retry"]] == ["trace-a", "trace-b"]
+    sent = v4.calls_to("POST", "/api/public/annotation-queues/{queueId}/items")
+    assert len(sent) == posts
+    assert sent[0].status == ("connection_error" if fault == "drop" else "timeout")
+    assert len(clock.sleeps) == 1  # one back-off before the second attempt, as for any retried request
 
 
 def test_an_unknown_queue_is_named(seeded: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
