@@ -82,11 +82,12 @@ class Agreement:
 
 
 def _counts(y: Floats, p: Floats) -> tuple[Floats, Floats, Floats, Floats]:
-    tp = np.sum((y == 1) & (p == 1), axis=-1).astype(np.float64)
-    tn = np.sum((y == 0) & (p == 0), axis=-1).astype(np.float64)
-    fp = np.sum((y == 0) & (p == 1), axis=-1).astype(np.float64)
-    fn = np.sum((y == 1) & (p == 0), axis=-1).astype(np.float64)
-    return tp, tn, fp, fn
+    """The confusion matrix of 0/1 arrays from three sums (tp, and how many of each side are 1)."""
+    tp = np.asarray(np.sum(y * p, axis=-1), dtype=np.float64)
+    positives = np.asarray(np.sum(y, axis=-1), dtype=np.float64)
+    predicted = np.asarray(np.sum(p, axis=-1), dtype=np.float64)
+    fp, fn = predicted - tp, positives - tp
+    return tp, y.shape[-1] - tp - fp - fn, fp, fn
 
 
 def _ratio(top: Floats, bottom: Floats) -> Floats:
@@ -95,33 +96,43 @@ def _ratio(top: Floats, bottom: Floats) -> Floats:
         return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
 
 
-def accuracy(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    return np.asarray(np.mean(y == p, axis=-1), dtype=np.float64)
-
-
-def precision(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    tp, _tn, fp, _fn = _counts(y, p)
-    return _ratio(tp, tp + fp)
-
-
-def recall(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    tp, _tn, _fp, fn = _counts(y, p)
-    return _ratio(tp, tp + fn)
-
-
-def f1(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    tp, _tn, fp, fn = _counts(y, p)
-    return _ratio(2 * tp, 2 * tp + fp + fn)
-
-
-def kappa(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    """Cohen's κ of two binary raters: (observed − expected agreement) / (1 − expected)."""
-    tp, tn, fp, fn = _counts(y, p)
+def from_counts(name: str, tp: Floats, tn: Floats, fp: Floats, fn: Floats) -> Floats:
+    """A binary figure from the confusion matrix's counts (one count of a resample for all its figures)."""
+    if name == "accuracy":
+        return _ratio(tp + tn, tp + tn + fp + fn)
+    if name == "precision":
+        return _ratio(tp, tp + fp)
+    if name == "recall":
+        return _ratio(tp, tp + fn)
+    if name == "f1":
+        return _ratio(2 * tp, 2 * tp + fp + fn)
+    # Cohen's κ of two binary raters: (observed − expected agreement) / (1 − expected).
     n = tp + tn + fp + fn
     observed = (tp + tn) / n
     expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(expected < 1, (observed - expected) / np.where(expected < 1, 1 - expected, 1.0), np.nan)
+
+
+def accuracy(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("accuracy", *_counts(y, p))
+
+
+def precision(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("precision", *_counts(y, p))
+
+
+def recall(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("recall", *_counts(y, p))
+
+
+def f1(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("f1", *_counts(y, p))
+
+
+def kappa(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    """Cohen's κ of two binary raters."""
+    return from_counts("kappa", *_counts(y, p))
 
 
 def weighted_kappa(y: Floats, p: Floats, axis: int = -1) -> Floats:
@@ -222,7 +233,12 @@ def intervals(
         return dict.fromkeys(names)
     yi, pi = _categories(y, p)
 
+    counted = all(n in BINARY_FIGURES for n in names)
+
     def statistic(y: Floats, p: Floats, yi: Floats, pi: Floats, axis: int = -1) -> Floats:
+        if counted:  # the binary figures: the resamples' confusion matrices counted once for all of them
+            counts = _counts(y, p)
+            return np.stack([from_counts(n, *counts) for n in names])
         return np.stack([VECTORISED[n](yi, pi) if n == "weighted_kappa" else VECTORISED[n](y, p) for n in names])
 
     with warnings.catch_warnings():
