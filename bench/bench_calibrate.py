@@ -3,6 +3,10 @@ runs it: reading, every figure with its intervals, the threshold, the panels) at
 
     PYTHONPATH=. python bench/bench_calibrate.py --items 1000 10000
 
+``--alpha`` also times Krippendorff's α with its 500-resample interval in-process (2 annotators + 3 models ×
+n items, nominal): the ``krippendorff`` package re-run on each resample, as calibrate did, against the
+vectorised resamples of ``calibrate/agreement.py`` (``alpha_of_weights``), with the intervals of both.
+
 The n items are drawn like examples/calibrate/labelled.jsonl (generate.py): a judged score ``helpful`` from
 three models with three votes each and two annotators, and ``answer_similarity`` with a binary label.
 """
@@ -101,13 +105,49 @@ def labelled_file(path: Path, items: int, seed: int = 28) -> None:
             out.write(json.dumps(line) + "\n")
 
 
+def alpha_timing(items: int, resamples: int = 500, seed: int = 28) -> None:
+    """α's interval: the package on each resample against the vectorised resamples (same draws)."""
+    import krippendorff
+    import numpy as np
+
+    from trace_scorer.calibrate.agreement import CONFIDENCE, krippendorff_alpha
+
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, items)
+    rows = [np.where(rng.random(items) < agrees, truth, 1 - truth) for agrees in (0.97, 0.94, 0.92, 0.88, 0.58)]
+    data = np.asarray(rows, dtype=np.float64)
+    started = time.perf_counter()
+    draws_rng = np.random.default_rng(0)
+    draws = [
+        krippendorff.alpha(
+            reliability_data=data[:, draws_rng.integers(0, items, items)], level_of_measurement="nominal"
+        )
+        for _ in range(resamples)
+    ]
+    looped = time.perf_counter() - started
+    low, high = np.percentile(draws, [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])
+    started = time.perf_counter()
+    found = krippendorff_alpha(data.tolist(), level="nominal", seed=0, n_resamples=resamples)
+    vectorised = time.perf_counter() - started
+    assert found.low is not None and found.high is not None
+    print(
+        f"{items:>7} α {found.value:.4f}: package per resample {looped:6.2f} s [{low:.4f}, {high:.4f}]; "
+        f"vectorised {vectorised:6.2f} s [{found.low:.4f}, {found.high:.4f}]"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--skip-example", action="store_true")
+    parser.add_argument("--alpha", action="store_true", help="also time Krippendorff's α's interval in-process")
     args = parser.parse_args()
     if not args.skip_example:
         example()
+    if args.alpha:
+        print(f"Krippendorff's α, 5 raters × n items, 500 resamples (in-process, {os.cpu_count()} cores)")
+        for items in args.items:
+            alpha_timing(items)
     print(f"{'items':>7} {'helpful s':>10} {'answer_similarity s':>20}  (whole command, a process; 2000 resamples)")
     for items in args.items:
         with tempfile.TemporaryDirectory() as folder:

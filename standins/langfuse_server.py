@@ -1193,13 +1193,20 @@ class LangfuseApp(StandinApp):
         self.store.upsert({**score, "source": "ANNOTATION"}, timestamp, "annotation")
 
     def add_queue(
-        self, queue_id: str, name: str, score_config_ids: Sequence[str] = (), traces: Sequence[str] = ()
+        self,
+        queue_id: str,
+        name: str,
+        score_config_ids: Sequence[str] = (),
+        traces: Sequence[str] = (),
+        observations: Sequence[str] = (),
     ) -> None:
         """An annotation queue (queues are made in the UI; the API only reads them and adds items), holding
-        these traces (pending)."""
+        these traces and observations (pending)."""
         self.queues[queue_id] = {"name": name, "scoreConfigIds": list(score_config_ids), "items": []}
         for trace_id in traces:
             self._new_queue_item(queue_id, trace_id, "TRACE", "PENDING")
+        for observation_id in observations:
+            self._new_queue_item(queue_id, observation_id, "OBSERVATION", "PENDING")
 
     def _new_queue_item(self, queue_id: str, object_id: str, object_type: str, status: str) -> dict[str, Any]:
         queue = self.queues[queue_id]

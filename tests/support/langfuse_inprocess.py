@@ -186,9 +186,11 @@ class InProcessLangfuse:
         """A person's score given in the UI (source ANNOTATION): ``LangfuseApp.add_annotation``."""
         self.app.add_annotation(score, timestamp)
 
-    def add_queue(self, queue_id: str, name: str, traces: tuple[str, ...] = ()) -> None:
-        """An annotation queue made in the UI, holding these traces."""
-        self.app.add_queue(queue_id, name, traces=traces)
+    def add_queue(
+        self, queue_id: str, name: str, traces: tuple[str, ...] = (), observations: tuple[str, ...] = ()
+    ) -> None:
+        """An annotation queue made in the UI, holding these traces and observations."""
+        self.app.add_queue(queue_id, name, traces=traces, observations=observations)
 
     @property
     def queue_items(self) -> dict[str, list[dict[str, Any]]]:

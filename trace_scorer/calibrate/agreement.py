@@ -82,11 +82,12 @@ class Agreement:
 
 
 def _counts(y: Floats, p: Floats) -> tuple[Floats, Floats, Floats, Floats]:
-    tp = np.sum((y == 1) & (p == 1), axis=-1).astype(np.float64)
-    tn = np.sum((y == 0) & (p == 0), axis=-1).astype(np.float64)
-    fp = np.sum((y == 0) & (p == 1), axis=-1).astype(np.float64)
-    fn = np.sum((y == 1) & (p == 0), axis=-1).astype(np.float64)
-    return tp, tn, fp, fn
+    """The confusion matrix of 0/1 arrays from three sums (tp, and how many of each side are 1)."""
+    tp = np.asarray(np.sum(y * p, axis=-1), dtype=np.float64)
+    positives = np.asarray(np.sum(y, axis=-1), dtype=np.float64)
+    predicted = np.asarray(np.sum(p, axis=-1), dtype=np.float64)
+    fp, fn = predicted - tp, positives - tp
+    return tp, y.shape[-1] - tp - fp - fn, fp, fn
 
 
 def _ratio(top: Floats, bottom: Floats) -> Floats:
@@ -95,33 +96,43 @@ def _ratio(top: Floats, bottom: Floats) -> Floats:
         return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
 
 
-def accuracy(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    return np.asarray(np.mean(y == p, axis=-1), dtype=np.float64)
-
-
-def precision(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    tp, _tn, fp, _fn = _counts(y, p)
-    return _ratio(tp, tp + fp)
-
-
-def recall(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    tp, _tn, _fp, fn = _counts(y, p)
-    return _ratio(tp, tp + fn)
-
-
-def f1(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    tp, _tn, fp, fn = _counts(y, p)
-    return _ratio(2 * tp, 2 * tp + fp + fn)
-
-
-def kappa(y: Floats, p: Floats, axis: int = -1) -> Floats:
-    """Cohen's κ of two binary raters: (observed − expected agreement) / (1 − expected)."""
-    tp, tn, fp, fn = _counts(y, p)
+def from_counts(name: str, tp: Floats, tn: Floats, fp: Floats, fn: Floats) -> Floats:
+    """A binary figure from the confusion matrix's counts (one count of a resample for all its figures)."""
+    if name == "accuracy":
+        return _ratio(tp + tn, tp + tn + fp + fn)
+    if name == "precision":
+        return _ratio(tp, tp + fp)
+    if name == "recall":
+        return _ratio(tp, tp + fn)
+    if name == "f1":
+        return _ratio(2 * tp, 2 * tp + fp + fn)
+    # Cohen's κ of two binary raters: (observed − expected agreement) / (1 − expected).
     n = tp + tn + fp + fn
     observed = (tp + tn) / n
     expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(expected < 1, (observed - expected) / np.where(expected < 1, 1 - expected, 1.0), np.nan)
+
+
+def accuracy(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("accuracy", *_counts(y, p))
+
+
+def precision(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("precision", *_counts(y, p))
+
+
+def recall(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("recall", *_counts(y, p))
+
+
+def f1(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    return from_counts("f1", *_counts(y, p))
+
+
+def kappa(y: Floats, p: Floats, axis: int = -1) -> Floats:
+    """Cohen's κ of two binary raters."""
+    return from_counts("kappa", *_counts(y, p))
 
 
 def weighted_kappa(y: Floats, p: Floats, axis: int = -1) -> Floats:
@@ -222,7 +233,12 @@ def intervals(
         return dict.fromkeys(names)
     yi, pi = _categories(y, p)
 
+    counted = all(n in BINARY_FIGURES for n in names)
+
     def statistic(y: Floats, p: Floats, yi: Floats, pi: Floats, axis: int = -1) -> Floats:
+        if counted:  # the binary figures: the resamples' confusion matrices counted once for all of them
+            counts = _counts(y, p)
+            return np.stack([from_counts(n, *counts) for n in names])
         return np.stack([VECTORISED[n](yi, pi) if n == "weighted_kappa" else VECTORISED[n](y, p) for n in names])
 
     with warnings.catch_warnings():
@@ -278,6 +294,54 @@ def numeric_agreement(
     return out
 
 
+def _unit_sums(data: Floats, level: str) -> tuple[Floats, Floats, Floats] | None:
+    """Per unit (column) with two values or more — the pairable ones, as ``krippendorff`` counts them — what
+    its coincidences add: m (its values), its observed disagreement (the sum of δ over its ordered pairs of
+    values / (m − 1)) and what the expected disagreement needs (counts per category for nominal; the sum and
+    the sum of squares of its values for interval). None for a level not summed here (ordinal, ratio)."""
+    present = ~np.isnan(data)
+    m = present.sum(axis=0).astype(np.float64)
+    pairable = m >= 2
+    if level == "nominal":
+        categories, inverse = np.unique(data[present], return_inverse=True)
+        counts = np.zeros((len(categories), data.shape[1]))
+        np.add.at(counts, (inverse, np.nonzero(present)[1]), 1.0)
+        counts[:, ~pairable] = 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            observed = np.where(pairable, (m * m - np.sum(counts * counts, axis=0)) / (m - 1), 0.0)
+        return np.where(pairable, m, 0.0), observed, counts.T
+    if level == "interval":
+        values = np.where(present, data, 0.0)
+        s1, s2 = values.sum(axis=0), (values * values).sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            observed = np.where(pairable, 2 * (m * s2 - s1 * s1) / (m - 1), 0.0)
+        sums = np.stack([np.where(pairable, s1, 0.0), np.where(pairable, s2, 0.0)], axis=1)
+        return np.where(pairable, m, 0.0), observed, sums
+    return None
+
+
+def alpha_of_weights(data: Floats, level: str, weights: Floats) -> Floats | None:
+    """Krippendorff's α of raters × units ``data`` (NaN: not rated) for each row of ``weights`` (resamples ×
+    units: how often each unit is drawn): α of ``data[:, drawn]``, as ``krippendorff.alpha`` computes it, for
+    all resamples at once — the coincidences of a resample are its units' coincidences summed, so α is a
+    matrix product away (the package takes one data set a call: 500 calls of its whole computation; no
+    library bootstraps α). NaN where α is undefined (one value in all). None: a level not vectorised."""
+    sums = _unit_sums(data, level)
+    if sums is None:
+        return None
+    m, observed, parts = sums
+    n = weights @ m
+    disagreement = weights @ observed
+    spread = weights @ parts
+    if level == "nominal":
+        expected = n * n - np.sum(spread * spread, axis=1)  # Σ over pairs of different categories: n(n−1)·De
+    else:
+        expected = 2 * (n * spread[:, 1] - spread[:, 0] ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 1 - (n - 1) * disagreement / expected
+    return np.asarray(np.where((expected > 1e-12 * np.maximum(n * n, 1.0)) & (n > 1), out, np.nan), dtype=np.float64)
+
+
 def krippendorff_alpha(
     ratings: Sequence[Sequence[float | None]],
     *,
@@ -286,7 +350,7 @@ def krippendorff_alpha(
     n_resamples: int,
 ) -> Figure:
     """Krippendorff's α (the ``krippendorff`` package) of raters × items (None: that rater did not rate it),
-    with a percentile bootstrap interval over items."""
+    with a percentile bootstrap interval over items (:func:`alpha_of_weights`, checked against the package)."""
     import krippendorff
 
     data = np.asarray([[np.nan if v is None else v for v in row] for row in ratings], dtype=np.float64)
@@ -306,11 +370,16 @@ def krippendorff_alpha(
     if value is None:
         return Figure(None)
     rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(n_resamples):
-        value_drawn = alpha(data[:, rng.integers(0, data.shape[1], data.shape[1])])
-        if value_drawn is not None:
-            draws.append(value_drawn)
+    units = data.shape[1]
+    draws: list[float] = []
+    for start in range(0, n_resamples, BATCH):
+        drawn = [rng.integers(0, units, units) for _ in range(min(BATCH, n_resamples - start))]
+        weights = np.stack([np.bincount(d, minlength=units).astype(np.float64) for d in drawn])
+        batch = alpha_of_weights(data, level, weights)
+        if batch is None:  # ordinal, ratio: the package on each resample
+            draws.extend(a for d in drawn if (a := alpha(data[:, d])) is not None)
+        else:
+            draws.extend(float(a) for a in batch if math.isfinite(a))
     if len(draws) < n_resamples // 2:
         return Figure(value)
     low, high = np.percentile(draws, [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])

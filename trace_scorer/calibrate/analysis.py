@@ -18,7 +18,7 @@ from trace_scorer.calibrate.agreement import (
     numeric_agreement,
 )
 from trace_scorer.calibrate.items import LabelledSet
-from trace_scorer.calibrate.panels import PanelChoice, choose_panel
+from trace_scorer.calibrate.panels import NUMERIC_FIGURE, PanelChoice, choose_panel
 from trace_scorer.calibrate.thresholds import Tuning, tune
 
 #: The rater name of a judged metric's own value (the panel's mean), beside its models.
@@ -193,17 +193,16 @@ def calibrate(found: LabelledSet, options: Options) -> Calibration:
             )
             if out.tuning is None:
                 out.notes.append("every label is the same: no threshold to tune")
-    if binary and len(models) >= 2:
+    if len(models) >= 2:
         out.panels = choose_panel(
             found.items,
             models,
-            figure=options.panel_figure,
+            figure=options.panel_figure if binary else NUMERIC_FIGURE,
             margin=options.margin,
             seed=seed,
             n_resamples=resamples,
+            numeric=not binary,
         )
         if out.panels is None:
             out.notes.append("no item was judged by every model: no panel compared")
-    if not binary and len(models) >= 2:
-        out.notes.append("panels are chosen on binary labels only")
     return out

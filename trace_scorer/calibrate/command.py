@@ -49,7 +49,11 @@ def add_calibrate_arguments(parser: argparse.ArgumentParser, parse_datetime: Cal
         help="read the labels (ANNOTATION scores) and the metric's scores from Langfuse",
     )
     parser.add_argument("--label-config", nargs="+", metavar="ID", help="Langfuse: the labels' score config id(s)")
-    parser.add_argument("--queue", metavar="ID", help="Langfuse: only the labels given in this annotation queue")
+    parser.add_argument(
+        "--queue",
+        metavar="ID",
+        help="Langfuse: only the labels on this annotation queue's items (its traces and observations)",
+    )
     parser.add_argument("--since", type=parse_datetime, help="Langfuse: scores and labels since (default: 90 days)")
     parser.add_argument(
         "--push-to-queue",

@@ -1,6 +1,10 @@
-"""Judge panels chosen on data: every subset of the judge models under each voting rule, its agreement
-with the humans and its cost per 100 items, and the cheapest panel whose agreement is within a margin of
-the best — with the paired bootstrap interval of the difference, which says whether the gap is real."""
+"""Judge panels chosen on data: every subset of the judge models under each rule, its agreement with the
+humans and its cost per 100 items, and the cheapest panel whose agreement is within a margin of the best —
+with the paired bootstrap interval of the difference, which says whether the gap is real.
+
+Binary labels: the models' 0/1 verdicts under a voting rule (majority, any, all). Numeric/ordinal labels (a
+judge's 1–5 or 0–1 score): the panel's value is the mean or the median of its models' values, ranked by
+Spearman's ρ (:data:`NUMERIC_FIGURE`; docs/calibrate.md says why)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,11 @@ from trace_scorer.calibrate.agreement import BATCH, CONFIDENCE, VECTORISED, Floa
 from trace_scorer.calibrate.items import LabelledItem
 
 RULES = ("majority", "any", "all")
+#: A numeric panel's value: the mean or the median of its models' values.
+NUMERIC_RULES = ("mean", "median")
+#: The agreement numeric panels are ranked by: rank correlation, defined for a mean or a median that falls
+#: between the scale's points (weighted κ needs whole categories) and blind to a constant offset of the scale.
+NUMERIC_FIGURE = "spearman"
 #: Panels of more models than this are not enumerated (2^n subsets).
 MAX_MODELS = 10
 
@@ -74,12 +83,27 @@ class PanelChoice:
 
 
 def verdicts(matrix: Floats, rule: str) -> Floats:
-    """Models × items of 0/1 verdicts → the panel's verdict per item (a tie of a majority fails)."""
+    """Models × items of 0/1 verdicts → the panel's verdict per item (a tie of a majority fails); of numeric
+    values → their mean or median per item."""
+    if rule == "mean":
+        return np.asarray(matrix.mean(axis=0), dtype=np.float64)
+    if rule == "median":
+        return np.asarray(np.median(matrix, axis=0), dtype=np.float64)
     if rule == "majority":
         return np.asarray(matrix.mean(axis=0) > 0.5, dtype=np.float64)
     if rule == "any":
         return np.asarray(matrix.max(axis=0), dtype=np.float64)
     return np.asarray(matrix.min(axis=0), dtype=np.float64)
+
+
+def _rules(size: int, numeric: bool) -> tuple[str, ...]:
+    """The rules worth comparing for a panel of ``size`` models: one model is itself; a majority of two is
+    "all", and the median of two is their mean."""
+    if numeric:
+        return NUMERIC_RULES if size > 2 else ("mean",)
+    if size == 1:
+        return ("majority",)
+    return ("any", "all") if size == 2 else RULES
 
 
 def choose_panel(
@@ -90,15 +114,21 @@ def choose_panel(
     margin: float,
     seed: int,
     n_resamples: int,
+    numeric: bool = False,
 ) -> PanelChoice | None:
-    """None with fewer than two models or no item every model judged."""
+    """None with fewer than two models or no item every model judged. ``numeric``: the labels and the models'
+    values as they are, panels by mean or median (``figure`` should then be a numeric one)."""
     from scipy import stats
 
     common = [item for item in items if all(m in item.models for m in models)]
     if len(models) < 2 or not common or len(models) > MAX_MODELS:
         return None
-    labels = np.asarray([1.0 if item.label >= 0.5 else 0.0 for item in common])
-    matrix = np.asarray([[1.0 if item.models[m] >= 0.5 else 0.0 for item in common] for m in models])
+    if numeric:
+        labels = np.asarray([item.label for item in common], dtype=np.float64)
+        matrix = np.asarray([[item.models[m] for item in common] for m in models], dtype=np.float64)
+    else:
+        labels = np.asarray([1.0 if item.label >= 0.5 else 0.0 for item in common])
+        matrix = np.asarray([[1.0 if item.models[m] >= 0.5 else 0.0 for item in common] for m in models])
     costs: dict[str, float | None] = {}
     for m in models:
         known = [item.costs[m] for item in common if m in item.costs]
@@ -108,9 +138,7 @@ def choose_panel(
     predictions: dict[tuple[tuple[str, ...], str], Floats] = {}
     for size in range(1, len(models) + 1):
         for subset in itertools.combinations(range(len(models)), size):
-            for rule in RULES if size > 1 else ("majority",):
-                if size == 2 and rule == "majority":
-                    continue  # a majority of two is "all"
+            for rule in _rules(size, numeric):
                 predicted = verdicts(matrix[list(subset)], rule)
                 names = tuple(models[i] for i in subset)
                 value = float(statistic(labels, predicted))

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -48,6 +48,8 @@ QueryValue = str | int | bool | Sequence[str] | None
 
 #: Without an explicit deadline, a request may take this many of the HTTP client's read timeouts in all.
 DEADLINE_TIMEOUTS = 3
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +164,11 @@ class Transport:
 
         if not retry:
             return await attempt()
+        return await self._policy.run(endpoint.label, attempt)
+
+    async def retried(self, endpoint: Endpoint, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()`` under the retry policy: for a request that is not idempotent, whose attempt checks
+        whether the lost one took effect before sending again (``plain(..., retry=False)`` inside)."""
         return await self._policy.run(endpoint.label, attempt)
 
     async def _read_capped(self, response: httpx.Response) -> bytes:

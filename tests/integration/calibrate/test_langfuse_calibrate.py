@@ -18,10 +18,15 @@ import pytest
 from pydantic import SecretStr
 from sklearn import metrics
 
+from standins.faults import ScriptedFault
 from tests.support import langfuse_factories as f
+from tests.support.clocks import FakeClock
 from tests.support.langfuse_client import BASE_URL, PUBLIC, SECRET
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from trace_scorer import cli
+from trace_scorer.calibrate.disagreements import Disagreement, Pushed, push
+from trace_scorer.calibrate.items import LabelledSet
+from trace_scorer.calibrate.langfuse_labels import read_labelled
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse import LangfuseClient, ScoreSubject, ScoreToPost
 
@@ -140,6 +145,61 @@ def test_only_one_queues_labels(seeded: dict[str, Any]) -> None:
     assert found["items"] == 10  # bob's labels, given in q-review
 
 
+def _read(queue_id: str) -> LabelledSet:
+    async def read() -> LabelledSet:
+        settings = LangfuseSettings(base_url=BASE_URL, public_key=PUBLIC, secret_key=SecretStr(SECRET))
+        async with LangfuseClient(settings) as client:
+            await client.connect()
+            return await read_labelled(client, "helpful", "helpful", queue_id=queue_id, since=SINCE)
+
+    return asyncio.run(read())
+
+
+def test_a_queues_labels_are_those_on_its_items(v4: InProcessLangfuse, seeded: dict[str, Any]) -> None:
+    """A queue holding traces and an observation: the labels on those objects count though they carry no
+    queue id (given in the trace view), one given before ``--since`` too; the observation's label is paired
+    with the metric's score on that observation; labels on other traces do not count."""
+    old = TRACES[35]  # labelled long ago, outside --since, on a trace the queue holds
+    v4.add_annotation(
+        {"id": "old-label", "traceId": old, "name": "helpful", "value": 1, "dataType": "BOOLEAN",
+         "authorUserId": "alice"},
+        (f.T0 - timedelta(days=30)).isoformat(),
+    )  # fmt: skip
+    trace = TRACES[36]
+    details = {"models": {"m-good": {"value": 1.0, "verdict": "pass"}, "m-coin": {"value": 0.0, "verdict": "fail"}}}
+    _post(
+        [
+            ScoreToPost(
+                ScoreSubject.trace(trace, "obs-36"),
+                "helpful",
+                0.5,
+                f.T0 + timedelta(hours=1),
+                metadata={"details": json.dumps(details)},
+            )
+        ]
+    )
+    v4.add_annotation(
+        {"id": "obs-label", "traceId": trace, "observationId": "obs-36", "name": "helpful", "value": 1,
+         "dataType": "BOOLEAN", "authorUserId": "carol"},
+        (f.T0 + timedelta(hours=3)).isoformat(),
+    )  # fmt: skip
+    v4.add_queue("q-look", "look", traces=(*TRACES[20:25], old), observations=("obs-36",))
+
+    found = _read("q-look")
+
+    by_id = {item.id: item for item in found.items}
+    assert sorted(by_id) == sorted([*TRACES[20:25], old, f"{trace}/obs-36"])
+    for t in TRACES[20:25]:
+        assert by_id[t].labels == [seeded["truth"][t]]  # alice's label, no queue id on it
+        assert by_id[t].models == seeded["models"][t]
+    assert by_id[old].labels == [1.0]
+    observed = by_id[f"{trace}/obs-36"]
+    assert observed.labels == [1.0] and observed.value == 0.5
+    assert observed.models == {"m-good": 1.0, "m-coin": 0.0}  # the observation's score, not the trace's
+    # The ten labels carrying q-review's id and the queue's own items are still read as before.
+    assert sorted(item.id for item in _read("q-review").items) == sorted(TRACES[:10])
+
+
 def test_the_most_disputed_traces_go_to_the_queue_once(v4: InProcessLangfuse, seeded: dict[str, Any]) -> None:
     code, found = _calibrate("--push-to-queue", "q-next", "--push", "6", "--resamples", "200")
     assert code == 0 and found is not None
@@ -155,6 +215,37 @@ def test_the_most_disputed_traces_go_to_the_queue_once(v4: InProcessLangfuse, se
     assert code == 0 and again is not None
     assert again["pushed"]["added"] == [] and sorted(again["pushed"]["already"]) == sorted(added)
     assert len(v4.queue_items["q-next"]) == 6
+
+
+QUEUE_POST = "POST /api/public/annotation-queues/{queueId}/items"
+
+
+@pytest.mark.parametrize(
+    ("fault", "posts"),
+    [
+        ("drop", 2),  # the item is created, the answer lost: the queue, read again, holds it — not resent
+        ("timeout", 3),  # no answer, nothing created: the queue, read again, lacks it — sent again
+    ],
+)
+def test_a_lost_answer_queues_each_trace_once(v4: InProcessLangfuse, clock: FakeClock, fault: str, posts: int) -> None:
+    v4.add_queue("q-retry", "retry")
+    v4.app.faults.add_script([ScriptedFault(fault, route=QUEUE_POST)])
+    ranked = [Disagreement("a", "trace-a", 1.0, None), Disagreement("b", "trace-b", 1.0, None)]
+
+    async def run() -> Pushed:
+        settings = LangfuseSettings(base_url=BASE_URL, public_key=PUBLIC, secret_key=SecretStr(SECRET))
+        async with LangfuseClient(settings, clock=clock) as client:
+            await client.connect()
+            return await push(client, "q-retry", ranked, 5)
+
+    pushed = asyncio.run(run())
+
+    assert pushed.added == ["trace-a", "trace-b"]
+    assert [i["objectId"] for i in v4.queue_items["q-retry"]] == ["trace-a", "trace-b"]
+    sent = v4.calls_to("POST", "/api/public/annotation-queues/{queueId}/items")
+    assert len(sent) == posts
+    assert sent[0].status == ("connection_error" if fault == "drop" else "timeout")
+    assert len(clock.sleeps) == 1  # one back-off before the second attempt, as for any retried request
 
 
 def test_an_unknown_queue_is_named(seeded: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:

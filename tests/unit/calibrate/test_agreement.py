@@ -12,6 +12,7 @@ from sklearn import metrics
 
 from trace_scorer.calibrate.agreement import (
     VECTORISED,
+    alpha_of_weights,
     binary_agreement,
     krippendorff_alpha,
     numeric_agreement,
@@ -114,6 +115,31 @@ def test_krippendorffs_alpha_is_the_packages_with_missing_ratings() -> None:
     assert found.value == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"))
     assert found.value == pytest.approx(0.743, abs=0.001)
     assert found.low is not None and found.high is not None and found.low <= found.value <= found.high
+
+
+@pytest.mark.parametrize("level", ["nominal", "interval"])
+def test_the_vectorised_alpha_is_the_packages_on_every_resample(level: str) -> None:
+    """The bootstrap's α of each resample (units drawn with repeats, ratings missing) is the package's."""
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 3 if level == "nominal" else 5, (4, 60)).astype(float)
+    if level == "interval":
+        data += rng.random(data.shape) * 0.5  # values between the scale's points
+    data[rng.random(data.shape) < 0.3] = np.nan
+    data[:, 0] = [2.0, np.nan, np.nan, np.nan]  # a unit with one rating: not pairable
+    drawn = [rng.integers(0, 60, 60) for _ in range(40)]
+    weights = np.stack([np.bincount(d, minlength=60).astype(float) for d in drawn])
+    found = alpha_of_weights(data, level, weights)
+    assert found is not None
+    expected = [krippendorff.alpha(reliability_data=data[:, d], level_of_measurement=level) for d in drawn]
+    assert found == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_vectorised_alpha_of_a_resample_without_variation_is_undefined() -> None:
+    data = np.asarray([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])
+    found = alpha_of_weights(data, "nominal", np.asarray([[2.0, 0.0, 1.0], [1.0, 1.0, 1.0]]))
+    assert found is not None and np.isnan(found[0])
+    assert found[1] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    assert alpha_of_weights(data, "ordinal", np.ones((1, 3))) is None  # left to the package
 
 
 def test_alpha_of_raters_who_never_vary_is_not_made_up() -> None:

@@ -203,7 +203,7 @@ def test_numeric_labels_get_rank_and_linear_agreement(tmp_path: Path) -> None:
     code, out = _run([str(path), "--metric", "quality", "--json", "--resamples", "300"])
     assert code == 0
     found = json.loads(out)
-    assert found["kind"] == "numeric" and found["tuning"] is None and found["panels"] is None
+    assert found["kind"] == "numeric" and found["tuning"] is None
     raters = {r["rater"]: r["figures"] for r in found["raters"]}
     assert raters["close"]["weighted_kappa"]["value"] == pytest.approx(
         metrics.cohen_kappa_score(ratings, close, weights="quadratic"), abs=1e-6
@@ -212,7 +212,13 @@ def test_numeric_labels_get_rank_and_linear_agreement(tmp_path: Path) -> None:
     assert raters["far"]["mae"]["value"] == pytest.approx(metrics.mean_absolute_error(ratings, far), abs=1e-6)
     assert raters["quality (panel)"]["weighted_kappa"]["value"] is None  # half-points: not categories
     assert raters["close"]["spearman"]["low"] > raters["far"]["spearman"]["high"]
-    assert "panels are chosen on binary labels only" in found["notes"]
+    # Panels of numeric scores: each model, and the mean of both, by Spearman with the ratings.
+    panels = found["panels"]
+    assert panels["figure"] == "spearman" and panels["items"] == len(ratings)
+    by_name = {(tuple(p["models"]), p["rule"]): p["agreement"] for p in panels["panels"]}
+    mean = [(a + b) / 2 for a, b in zip(close, far, strict=True)]
+    assert by_name[(("close", "far"), "mean")] == pytest.approx(stats.spearmanr(ratings, mean).statistic, abs=1e-6)
+    assert panels["best"]["models"] == ["close"]
     assert found["krippendorff_alpha"]["value"] is not None
 
 

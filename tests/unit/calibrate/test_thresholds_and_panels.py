@@ -105,6 +105,58 @@ def test_a_tight_margin_keeps_the_best() -> None:
     assert choice.difference == 0.0
 
 
+def _rated_items(n: int = 200, seed: int = 1) -> list[LabelledItem]:
+    """A 1–5 rating judged by three models on the scale: close (dear), near (cheap), coin (cheapest, random)."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for index in range(n):
+        label = float(rng.integers(1, 6))
+        close = float(np.clip(label + rng.choice([-1, 0, 0, 0, 0, 0, 0, 1]), 1, 5))
+        near = float(np.clip(label + rng.choice([-1, -1, 0, 0, 0, 1, 1]), 1, 5))
+        coin = float(rng.integers(1, 6))
+        items.append(
+            LabelledItem(
+                str(index),
+                [label],
+                value=(close + near + coin) / 3,
+                models={"close": close, "near": near, "coin": coin},
+                costs={"close": 0.01, "near": 0.001, "coin": 0.0001},
+            )
+        )
+    return items
+
+
+def test_numeric_panels_are_the_mean_or_median_of_their_models_by_spearman() -> None:
+    from scipy import stats
+
+    items = _rated_items()
+    models = ["close", "near", "coin"]
+    choice = choose_panel(items, models, figure="spearman", margin=0.1, seed=0, n_resamples=500, numeric=True)
+    assert choice is not None and choice.best is not None and choice.chosen is not None
+    labels = [i.label for i in items]
+    values = {m: np.asarray([i.models[m] for i in items]) for m in models}
+    expected = {((m,), "mean"): stats.spearmanr(labels, values[m]).statistic for m in models}
+    three = np.stack([values[m] for m in models])
+    expected[(tuple(models), "mean")] = stats.spearmanr(labels, three.mean(axis=0)).statistic
+    expected[(tuple(models), "median")] = stats.spearmanr(labels, np.median(three, axis=0)).statistic
+    pair = np.stack([values["close"], values["near"]])
+    expected[(("close", "near"), "mean")] = stats.spearmanr(labels, pair.mean(axis=0)).statistic
+    found = {(p.models, p.rule): p.agreement for p in choice.panels}
+    for key, value in expected.items():
+        assert found[key] == pytest.approx(value, abs=1e-9)
+    # Two models: their median is their mean, compared once; no voting rule on numbers.
+    assert {p.rule for p in choice.panels if len(p.models) == 2} == {"mean"}
+    assert {p.rule for p in choice.panels} == {"mean", "median"}
+    # The median of three outvotes the random judge, which drags their mean down.
+    assert found[(tuple(models), "median")] > found[(tuple(models), "mean")]
+    # The best is the dear judge; the cheapest within 0.1 of it is the cheap one alone, at a tenth of the cost.
+    assert choice.best.models == ("close",)
+    assert choice.chosen.models == ("near",) and choice.chosen.cost_per_100 == pytest.approx(0.1)
+    assert choice.difference == pytest.approx(expected[(("close",), "mean")] - expected[(("near",), "mean")])
+    assert choice.low is not None and choice.high is not None and choice.low <= choice.difference <= choice.high
+    assert choice.low > 0  # the dear judge's lead is real on 200 items, if within the margin
+
+
 def test_a_single_model_is_no_panel() -> None:
     assert choose_panel(_panel_items(20), ["good"], figure="kappa", margin=0.05, seed=0, n_resamples=100) is None
 
