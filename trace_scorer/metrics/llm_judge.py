@@ -35,8 +35,8 @@ from trace_scorer.judge.prompts import PromptTemplate
 from trace_scorer.judge.render import truncate
 from trace_scorer.judge.template import render_template
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
-from trace_scorer.metrics.base import MetricOutput, Outcome, Score, Skipped
-from trace_scorer.outcomes import DataType
+from trace_scorer.metrics.base import MetricOutput
+from trace_scorer.outcomes import DataType, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 #: ``evaluator = "langfuse:NAME"``.
