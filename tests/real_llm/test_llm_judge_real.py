@@ -12,8 +12,9 @@ asked for ends as a Failed with the reason, never as a made-up value.
     REAL_LLM_VENV=/path/to/venv .venv/bin/python -m pytest tests/real_llm -q
 
 Skipped with the reason without the server (bench/real_llm/setup.sh builds it); not run by CI. Here (2
-cores loaded by other work, 2026-11-26) both tests passed in 154 s: 12 judged scores of the right types,
-one refused ``json_schema`` request, and 3 Failed traces (2 answers each, both cut) in the second test.
+cores loaded by other work, 2026-11-26) both tests passed in 154 s (45 s once the load eased): 12
+judged scores of the right types, one refused ``json_schema`` request, and 3 Failed traces (2 answers
+each, both cut) in the second test.
 """
 
 from __future__ import annotations
