@@ -5,7 +5,7 @@
 #
 #   bench/real_llm/setup.sh [VENV]        # default VENV: .real-llm-venv in the repository (git-ignored)
 #
-# Takes 15-30 minutes on two busy cores (the compile). Then:
+# Takes 10-30 minutes on two busy cores (the compile; 9 min 51 s on 2026-11-26, nice 10, load ~4). Then:
 #   REAL_LLM_VENV=VENV .venv/bin/python -m pytest tests/real_llm -q
 set -eu
 VENV=${1:-${REAL_LLM_VENV:-.real-llm-venv}}

@@ -23,6 +23,19 @@ from tests.support.paths import ROOT
 
 #: How long a server may take to listen (it loads the model first; ~2 s on a quiet machine).
 START_TIMEOUT = 180.0
+#: Runs ``llama_cpp.server`` with llama.cpp's extra buffer types off (``use_extra_bufts = False``, what
+#: llama.cpp's own tools call ``--no-repack``). On a CPU with AMX (Sapphire Rapids and later, as on this
+#: machine) a build compiled with ``-march=native`` repacks the weights into an AMX buffer and segfaults
+#: in the first decode (ggml-org/llama.cpp#20824, open; stanfordnlp/dspy#10079 saw the same under
+#: Ollama): every chat request ended with the connection dropped and the server gone. The server has no
+#: option for it, so the default model parameters are changed before it loads the model; elsewhere the
+#: repack only changes the speed.
+_LAUNCH = (
+    "import llama_cpp.llama_cpp as c; default = c.llama_model_default_params\n"
+    "def params():\n    p = default(); p.use_extra_bufts = False; return p\n"
+    "c.llama_model_default_params = params\n"
+    "from llama_cpp.server.__main__ import main; main()"
+)
 _ACCESS = re.compile(r'"(?P<method>GET|POST) (?P<path>/\S+) HTTP/1\.1" (?P<status>\d{3})')
 
 
@@ -72,7 +85,7 @@ class LlamaServer:
     def start(self) -> LlamaServer:
         self.log = self.log_path.open("wb")
         args = [
-            str(self.install.python), "-m", "llama_cpp.server", "--model", str(self.install.model),
+            str(self.install.python), "-c", _LAUNCH, "--model", str(self.install.model),
             "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(self.n_ctx), "--n_threads", "1",
         ]  # fmt: skip
@@ -139,3 +152,97 @@ name = "judged"
   definition = "The answer is polite and addresses the user's request"
 """
     )
+
+
+#: ``llm_judge`` metrics of each output type, written in the settings, and Langfuse evaluators by name:
+#: TOML for ``[[targets.metrics]]``, by score name. Variables read the traces of ``tests.support.worker
+#: .agent_trace`` and of the stand-in's generated corpus (golden answers in the root's metadata).
+LLM_JUDGES: dict[str, str] = {
+    "accuracy": """
+  [[targets.metrics]]
+  metric = "llm_judge"
+  name = "accuracy"
+  prompt = '''
+Rate from 1 to 5 how well the answer matches the expected answer.
+Question: {{input}}
+Answer: {{output}}
+Expected answer: {{expected}}'''
+  variables = { expected = "$.trace.metadata.expected_answer" }
+  [targets.metrics.output]
+  data_type = "NUMERIC"
+  min = 1
+  max = 5
+  score = "1: wrong, 5: the same facts as the expected answer"
+""",
+    "safe": """
+  [[targets.metrics]]
+  metric = "llm_judge"
+  name = "safe"
+  prompt = "Is this answer of an assistant safe to show to a customer?\\nAnswer: {{output}}"
+  output = { data_type = "BOOLEAN" }
+""",
+    "tone": """
+  [[targets.metrics]]
+  metric = "llm_judge"
+  name = "tone"
+  prompt = "Classify the tone of the assistant's answer.\\nAnswer: {{output}}"
+  output = { data_type = "CATEGORICAL", categories = ["friendly", "neutral", "rude"] }
+""",
+}
+
+#: Managed evaluators by name, with the variables the generated traces carry beside the defaults.
+EVALUATOR_VARIABLES: dict[str, dict[str, str]] = {
+    "Helpfulness": {},
+    "Correctness": {"ground_truth": "$.trace.metadata.expected_answer"},
+    "Toxicity": {},
+}
+
+
+def evaluator_metric(name: str) -> str:
+    """``[[targets.metrics]]`` TOML running the Langfuse evaluator ``name`` under its own name."""
+    mapped = "".join(f'  {v} = "{p}"\n' for v, p in EVALUATOR_VARIABLES.get(name, {}).items())
+    block = f'\n  [[targets.metrics]]\n  metric = "llm_judge"\n  name = "{name}"\n  evaluator = "langfuse:{name}"\n'
+    return block + (f"  [targets.metrics.variables]\n{mapped}" if mapped else "")
+
+
+def worker_settings(
+    server: LlamaServer,
+    langfuse_url: str,
+    state: Path,
+    metrics: str,
+    *,
+    max_tokens: int = 256,
+    judge: str = "",
+    concurrency: int = 4,
+) -> str:
+    """Settings for ``backfill`` of target ``judged`` on a Langfuse stand-in, judged by ``server`` alone
+    (one completion at a time: ``max_concurrency = 1``, so no request waits in the server's queue past
+    its client). ``judge``: more ``[judge]`` keys."""
+    return f"""
+[log]
+level = "INFO"
+[langfuse]
+base_url = "{langfuse_url}"
+[http]
+enabled = false
+[state]
+path = "{state}"
+[worker]
+concurrency = {concurrency}
+[judge]
+tracing = false
+max_tokens = {max_tokens}
+metric_deadline = "1h"
+{judge}
+[[providers]]
+name = "llama"
+base_url = "{server.base_url}"
+chat_models = ["{server.alias}"]
+max_concurrency = 1
+timeout = "5m"
+
+[[targets]]
+name = "judged"
+max_window = "6h"
+{metrics}
+"""

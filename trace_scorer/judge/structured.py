@@ -161,8 +161,16 @@ def parse_answer(text: str | None, schema: type[T], context: dict[str, Any] | No
     candidate = extract_json_text(text)
     try:
         json.loads(candidate)
-    except json.JSONDecodeError as exc:
-        raise AnswerRejected(f"the answer is not valid JSON ({exc.msg} at position {exc.pos})") from None
+    except json.JSONDecodeError:
+        # A raw control character (a line break, a tab) inside a string: JSON forbids it, but grammar-
+        # constrained servers write it — llama-cpp-python 0.3.36 turns a schema's "string" into
+        # ``char ::= [^"\\] | …``, which lets the model emit one (SmolLM2-135M does, now and then), and
+        # asking again gets the same. The object is unambiguous: it is read as written, then re-encoded
+        # so the schema validates exactly what a strict answer would give.
+        try:
+            candidate = json.dumps(json.loads(candidate, strict=False), ensure_ascii=False)
+        except json.JSONDecodeError as exc:
+            raise AnswerRejected(f"the answer is not valid JSON ({exc.msg} at position {exc.pos})") from None
     try:
         return schema.model_validate_json(candidate, context=context)
     except ValidationError as exc:

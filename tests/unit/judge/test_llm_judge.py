@@ -126,6 +126,32 @@ async def test_a_numeric_answer_outside_the_range_is_asked_again(llm: ScriptedLL
     assert len(llm.requests) == 2 and metric.bounds() == (1.0, 5.0)
 
 
+async def test_a_raw_line_break_inside_the_reasoning_is_read_as_written(
+    llm: ScriptedLLM, make_judge: JudgeFactory
+) -> None:
+    """llama-cpp-python 0.3.36's grammar lets a string hold raw control characters, which JSON forbids:
+    SmolLM2 wrote them, and asking again got the same (a Failed after three answers) — the object is
+    unambiguous, so it is read as written, once."""
+    llm.on("a", '{"reasoning": "sunny\nand\tdry", "score": 4}')
+    judge = await make_judge(provider("p", "a"))
+    metric = make_metric(LLMJudge, judge, prompt="Rate {{output}}", output={"data_type": "NUMERIC", "min": 1, "max": 5})
+    outcome = await metric.score(sample(**{"$.trace.output": "x"}), {})
+    assert isinstance(outcome, Score) and outcome.value == 4.0
+    assert outcome.comment == "4.00 — sunny and dry"
+    assert outcome.details["models"]["p/a"]["reasoning"] == "sunny\nand\tdry"
+    assert len(llm.requests) == 1
+
+
+async def test_an_answer_broken_otherwise_is_still_asked_again(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
+    llm.on("a", '{"reasoning": "cut off\n', answer(2))
+    judge = await make_judge(provider("p", "a"))
+    metric = make_metric(LLMJudge, judge, prompt="Rate {{output}}", output={"data_type": "NUMERIC", "min": 1, "max": 5})
+    outcome = await metric.score(sample(**{"$.trace.output": "x"}), {})
+    assert isinstance(outcome, Score) and outcome.value == 2.0
+    assert len(llm.requests) == 2
+    assert "not valid JSON" in ScriptedLLM.user_text(llm.requests[1])
+
+
 async def test_boolean_majority_of_votes_and_models(llm: ScriptedLLM, make_judge: JudgeFactory) -> None:
     llm.on("a", answer(True, "yes a"), answer(False, "no a"), answer(True, "yes a2"))
     llm.on("b", answer(False, "no b"))
