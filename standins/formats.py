@@ -304,20 +304,27 @@ def _root(b: RowBuilder, task: Task, c: _Clock, kind: str, name: str, **payload:
 # --- OpenAI Chat Completions (Langfuse OpenAI wrapper) ------------------------------------------------
 
 
+def opening_messages(task: Task) -> list[dict[str, Any]]:
+    """The system prompt and the user's question, as a Chat Completions history starts."""
+    return [{"role": "system", "content": task.system}, {"role": "user", "content": task.question}]
+
+
+def chat_call(b: RowBuilder, k: int, step: Step) -> dict[str, Any]:
+    """Step ``k``'s tool call as a Chat Completions assistant message holds it."""
+    return {
+        "id": _call_id(b, "call_", k),
+        "type": "function",
+        "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
+    }
+
+
 def openai_chat(task: Task, b: RowBuilder, r: random.Random) -> None:
     model = r.choice(["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"])
     tools = [fn_tool(t.name, t.description, t.params) for t in task.tools]
-    history: list[dict[str, Any]] = [
-        {"role": "system", "content": task.system},
-        {"role": "user", "content": task.question},
-    ]
+    history = opening_messages(task)
     c = _Clock(r)
     for k, step in enumerate(task.steps):
-        call = {
-            "id": _call_id(b, "call_", k),
-            "type": "function",
-            "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
-        }
+        call = chat_call(b, k, step)
         out = {"role": "assistant", "content": step.say or None, "tool_calls": [call]}
         at, d = _gen_time(c)
         b.obs(f"g{k}", "GENERATION", "OpenAI-generation", at, d, parent="root", model=model,
@@ -574,27 +581,16 @@ def openai_wrapper(task: Task, b: RowBuilder, r: random.Random) -> None:
     either the first tool call it asks for or, with the results in its history, the answer."""
     model = r.choice(["gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"])
     tools = [fn_tool(t.name, t.description, t.params) for t in task.tools]
-    history: list[dict[str, Any]] = [
-        {"role": "system", "content": task.system},
-        {"role": "user", "content": task.question},
-    ]
+    history = opening_messages(task)
     c = _Clock(r)
     at, d = _gen_time(c)
     if task.steps and r.random() < 0.5:
         step = task.steps[0]
-        call = {
-            "id": _call_id(b, "call_", 0),
-            "type": "function",
-            "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
-        }
+        call = chat_call(b, 0, step)
         output: Any = {"role": "assistant", "content": step.say or None, "tool_calls": [call]}
     else:
         for k, step in enumerate(task.steps):
-            call = {
-                "id": _call_id(b, "call_", k),
-                "type": "function",
-                "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
-            }
+            call = chat_call(b, k, step)
             history += [
                 {"role": "assistant", "content": None, "tool_calls": [call]},
                 {"role": "tool", "tool_call_id": call["id"], "content": _result_text(step.result)},
@@ -614,17 +610,10 @@ def observe_nested(task: Task, b: RowBuilder, r: random.Random) -> None:
     ``{"args": [...], "kwargs": {...}}``, as the decorator records a call's arguments)."""
     model = "gpt-4o-mini-2024-07-18"
     tools = [fn_tool(t.name, t.description, t.params) for t in task.tools]
-    history: list[dict[str, Any]] = [
-        {"role": "system", "content": task.system},
-        {"role": "user", "content": task.question},
-    ]
+    history = opening_messages(task)
     c = _Clock(r)
     for k, step in enumerate(task.steps):
-        call = {
-            "id": _call_id(b, "call_", k),
-            "type": "function",
-            "function": {"name": step.tool, "arguments": json.dumps(step.args, ensure_ascii=False)},
-        }
+        call = chat_call(b, k, step)
         out = {"role": "assistant", "content": step.say or None, "tool_calls": [call]}
         step_at = c.t
         at, d = _gen_time(c)
