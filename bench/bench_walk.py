@@ -74,7 +74,7 @@ class Walk:
             yield
         finally:
             sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
+            threading.setprofile(None)
 
     def figures(self) -> dict[str, Any]:
         functions = [c for c in self.codes if c.co_flags & NEWLOCALS]
@@ -172,8 +172,7 @@ def walk_score(file: Path) -> dict[str, Any]:
 
 def layers() -> list[list[str]]:
     """The parts of trace_scorer in dependency order: each layer imports only the layers before it."""
-    sys.path.insert(0, str(REPO / "tests" / "unit" / "core"))
-    from test_import_graph import part_graph  # the graph the import-graph test checks, built the same way
+    from tests.unit.core.test_import_graph import part_graph  # the graph the import-graph test checks
 
     sorter = graphlib.TopologicalSorter(part_graph())
     sorter.prepare()
