@@ -62,8 +62,9 @@ class WorkItem:
     #: The trace's start time: part of Langfuse's upsert key, so it must never change between runs.
     timestamp: datetime
     environment: str | None = None
-    #: What a retry needs to fetch the trace again (the root row, as JSON).
-    payload: str | None = None
+    #: What a retry needs to fetch the trace again (e.g. the root row, as JSON): encoded only for a trace
+    #: that failed (most never do), so a callable.
+    payload: Callable[[], str] | None = None
     #: What the scores are attached to; None: the sample's trace (and ``observation_id``).
     scored: ScoreSubject | None = None
     #: The ledger entries recorded once its scores settled; None: its trace (a session: each of its traces).
@@ -351,7 +352,8 @@ class BatchScorer:
         give_up = tries >= self.target.max_tries
         next_try = None if give_up else now + timedelta(seconds=self.target.retry_after * 2 ** (tries - 1))
         error = "; ".join(f"{name}: {reason}" for name, reason in sorted(failures.items()))
-        self.state.record_failure(self.target.name, item.trace_id, error, next_try, item.payload)
+        payload = item.payload() if item.payload is not None else None
+        self.state.record_failure(self.target.name, item.trace_id, error, next_try, payload)
         if give_up:
             report.gave_up += 1
             log.error("trace_given_up", target=self.target.name, trace_id=item.trace_id, tries=tries, error=error)

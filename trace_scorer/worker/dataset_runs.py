@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 import structlog
 
@@ -34,25 +33,6 @@ from trace_scorer.worker.source import SourceBase
 from trace_scorer.worker.tick import TickReport
 
 log = structlog.get_logger(__name__)
-
-
-def item_document(item: ExperimentItem) -> dict[str, Any]:
-    """The experiment item as extraction reads it (the experiment-items API's camelCase names)."""
-    return {
-        "id": item.observation_id,
-        "traceId": item.trace_id,
-        "startTime": item.start_time.isoformat(),
-        "environment": item.environment,
-        "experimentId": item.experiment_id,
-        "experimentName": item.experiment_name,
-        "experimentItemId": item.dataset_item_id,
-        "experimentDatasetId": item.dataset_id,
-        "input": item.input,
-        "output": item.output,
-        "expectedOutput": item.expected_output,
-        "metadata": dict(item.metadata),
-        "experimentItemMetadata": dict(item.item_metadata),
-    }
 
 
 class DatasetRunSource(SourceBase):
@@ -163,13 +143,13 @@ class DatasetRunSource(SourceBase):
         self, experiment: Experiment, items: Sequence[ExperimentItem], now: datetime, report: TickReport
     ) -> None:
         traces = {t.trace_id: t async for t in self.client.reads.fetch_traces([self._root(i) for i in items])}
-        rows = {trace_id: trace.rows for trace_id, trace in traces.items()}
+        rows = {trace_id: trace.observations for trace_id, trace in traces.items()}
         self.scorer.progress()
         work = []
         for item in items:
             sample = extract_sample(
                 rows.get(item.trace_id, []),
-                item=item_document(item),
+                item=item,
                 references=self.target.references,
                 trace_id=item.trace_id,
             )

@@ -27,6 +27,7 @@ score moved to a new last trace would leave the old one behind (Langfuse keeps a
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, replace
@@ -36,7 +37,8 @@ import structlog
 
 from trace_scorer.config.settings import Settings
 from trace_scorer.extract import extract_session
-from trace_scorer.langfuse import Row, ScoreSubject, TimeWindow, TraceRoot, trace_root_from_row
+from trace_scorer.extract.rows import Observation
+from trace_scorer.langfuse import ScoreSubject, TimeWindow, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import OversizedTrace, over_cap
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.tick import TickReport
@@ -56,6 +58,12 @@ class Session:
 
     session_id: str
     roots: list[TraceRoot]
+
+
+def _retry_payload(session: Session) -> str:
+    """What a retry needs to read the session again: its id and its traces' root rows, as JSON (made only
+    for a failed session)."""
+    return json.dumps({"session_id": session.session_id, "roots": [r.row for r in session.roots]}, default=str)
 
 
 def last_activity(roots: Sequence[TraceRoot]) -> datetime:
@@ -201,7 +209,7 @@ class SessionSource(TraceSource):
         """Each session as one sample once all of its traces are read; a session with a trace over a
         cap is recorded as done without scores (its reason), as such a trace is by the traces source."""
         of_trace = {r.trace_id: s.session_id for s in sessions for r in s.roots}
-        rows: dict[str, dict[str, list[Row]]] = {s.session_id: {} for s in sessions}
+        rows: dict[str, dict[str, list[Observation]]] = {s.session_id: {} for s in sessions}
         held = dict.fromkeys(rows, 0)  # rows held per session: capped at max_rows_per_session
         skipped: dict[str, str] = {}
         pending = {s.session_id: {r.trace_id for r in s.roots} for s in sessions}
@@ -217,21 +225,21 @@ class SessionSource(TraceSource):
                 pass  # its rows are not held: the session will not be scored
             elif isinstance(trace, OversizedTrace):
                 skipped[session_id] = trace.reason
-            elif (field := too_large_field(trace.rows, self.max_field_chars)) is not None:
+            elif (field := too_large_field(trace.observations, self.max_field_chars)) is not None:
                 log.warning("session_trace_skipped", target=self.target.name, trace_id=trace.trace_id, field=field)
                 skipped[session_id] = FIELD_TOO_LARGE
-            elif over_cap(held[session_id] + len(trace.rows), self.max_rows_per_session):
+            elif over_cap(held[session_id] + len(trace.observations), self.max_rows_per_session):
                 log.warning(
                     "session_too_large",
                     target=self.target.name,
                     session_id=session_id,
-                    rows_read=held[session_id] + len(trace.rows),
+                    rows_read=held[session_id] + len(trace.observations),
                     limit=self.max_rows_per_session,
                 )
                 skipped[session_id] = SESSION_TOO_LARGE
             else:
-                rows[session_id][trace.trace_id] = trace.rows
-                held[session_id] += len(trace.rows)
+                rows[session_id][trace.trace_id] = trace.observations
+                held[session_id] += len(trace.observations)
             if session_id in skipped:
                 rows[session_id].clear()  # what was held of it is let go at once
             if pending[session_id]:
@@ -251,7 +259,7 @@ class SessionSource(TraceSource):
                 sample,
                 first.start_time,
                 first.environment,
-                json.dumps({"session_id": session_id, "roots": [r.row for r in session.roots]}, default=str),
+                functools.partial(_retry_payload, session),
                 scored=self.subject(session),
                 ledger=ledger,
             )

@@ -29,6 +29,7 @@ stopped or failed moves neither time.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from collections.abc import AsyncGenerator, Iterable, Sequence
@@ -41,7 +42,8 @@ import structlog
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
-from trace_scorer.langfuse import Row, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.extract.rows import Observation
+from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
@@ -93,18 +95,24 @@ NOTHING_MATCHED = "no matching observation"
 LOGGED_FIELDS = ("input", "output")
 
 
-def too_large_field(rows: Sequence[Row], limit: int) -> str | None:
+def too_large_field(observations: Sequence[Observation], limit: int) -> str | None:
     """``"<observation id>.<field>"`` of the first text field longer than ``limit`` (0: no limit), else None.
     v4 rows carry input and output as raw strings; a parsed value (legacy rows) is bounded by the answer's
     own cap and not measured (measuring it would mean encoding every row again)."""
     if limit <= 0:
         return None
-    for row in rows:
+    for observation in observations:
+        row = observation.row
         for name in LOGGED_FIELDS:
             value = row.get(name)
             if isinstance(value, str) and len(value) > limit:
                 return f"{row.get('id')}.{name}"
     return None
+
+
+def retry_payload(root: TraceRoot) -> str:
+    """What a retry needs to read the trace again: its root row, as JSON (made only for a failed trace)."""
+    return json.dumps(root.row, default=str)
 
 
 def _first_error(tasks: Iterable[asyncio.Task[None]]) -> BaseException | None:
@@ -402,9 +410,9 @@ class TraceSource(SourceBase):
                 oversized.setdefault(trace.reason, []).append(trace.trace_id)
                 handled.add(trace.trace_id)
                 continue
-            if not trace.rows:
+            if not trace.observations:
                 continue
-            if (field := too_large_field(trace.rows, self.max_field_chars)) is not None:
+            if (field := too_large_field(trace.observations, self.max_field_chars)) is not None:
                 log.warning(
                     "trace_skipped",
                     target=self.target.name,
@@ -417,7 +425,7 @@ class TraceSource(SourceBase):
                 handled.add(trace.trace_id)
                 continue
             handled.add(trace.trace_id)
-            items = self.work_items(trace.rows, root)
+            items = self.work_items(trace.observations, root)
             if not items:
                 oversized.setdefault(NOTHING_MATCHED, []).append(trace.trace_id)
             for item in items:
@@ -437,15 +445,10 @@ class TraceSource(SourceBase):
         """v4 ``filter`` conditions narrowing a trace's rows to what its samples need: none, whole traces."""
         return ()
 
-    def work_items(self, rows: Sequence[Row], root: TraceRoot) -> list[WorkItem]:
+    def work_items(self, observations: Sequence[Observation], root: TraceRoot) -> list[WorkItem]:
         """What one read trace is scored as: one sample (the observation scope overrides this)."""
-        sample = extract_sample(rows, references=self.target.references, trace_id=root.trace_id)
-        return [WorkItem(sample, root.start_time, root.environment, self.retry_payload(root))]
-
-    @staticmethod
-    def retry_payload(root: TraceRoot) -> str:
-        """What a retry needs to read the trace again: its root row, as JSON."""
-        return json.dumps(root.row, default=str)
+        sample = extract_sample(observations, references=self.target.references, trace_id=root.trace_id)
+        return [WorkItem(sample, root.start_time, root.environment, functools.partial(retry_payload, root))]
 
     async def retry_failures(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
         """Score again the failed traces whose next try has come."""
