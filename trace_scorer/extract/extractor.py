@@ -105,7 +105,7 @@ class _Extraction:
         trace_row: Mapping[str, Any] | None = None,
     ) -> Sample:
         notes = self.notes
-        typed = given if isinstance(given, TypedItem) else None
+        typed = given if given is not None and not isinstance(given, Mapping) and isinstance(given, TypedItem) else None
         # A typed item is read as the document its references see; its start time is typed already.
         item = item_document(typed) if typed is not None else given
         if item is not None and not isinstance(item, Mapping):

@@ -48,7 +48,7 @@ from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.source import SourceBase
-from trace_scorer.worker.tick import TickReport
+from trace_scorer.worker.tick import Tick, TickReport
 
 log = structlog.get_logger(__name__)
 
@@ -155,10 +155,10 @@ class TraceSource(SourceBase):
         self.late_seen = 0.0
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
-        now = self.present(now)
-        report = TickReport(self.target.name, unit=self.target.scope)
+        tick = self.start_tick(self.present(now), stop)
+        now, report = tick.now, tick.report
         self.scorer.record_unrecorded()  # what was posted but not recorded first: its traces are done
-        await self.retry_failures(now, report, stop)
+        await self.retry_failures(tick)
         window = self.next_window(now, report)
         if window is None:
             return report
@@ -167,10 +167,10 @@ class TraceSource(SourceBase):
             self.listed_at = self.swept_at = None  # the watermark was moved back: list the window whole again
         ended_since, sweep = self.ended_since(now) if fresh else (None, False)
         plan = await self.plan_window(
-            window, now, report, reread=self.reread(), ended_since=ended_since, upto=now if fresh else None
+            window, tick, reread=self.reread(), ended_since=ended_since, upto=now if fresh else None
         )
         self._learn_lateness(plan.todo)
-        if not await self._score_batches(plan.todo, now, report, stop):
+        if not await self._score_batches(plan.todo, tick):
             return report
         if plan.hold > window.start:
             self.state.set_watermark(self.target.name, plan.hold)
@@ -238,26 +238,19 @@ class TraceSource(SourceBase):
         return timedelta(0)
 
     async def score_window(
-        self,
-        window: TimeWindow,
-        now: datetime,
-        report: TickReport,
-        stop: asyncio.Event,
-        *,
-        reread: timedelta = timedelta(0),
+        self, window: TimeWindow, tick: Tick, *, reread: timedelta = timedelta(0)
     ) -> datetime | None:
         """Score what is ready in ``window`` (and in ``reread`` before it: traces that ended since they
         were last read); return how far the watermark may move (None: stopped early)."""
-        plan = await self.plan_window(window, now, report, reread=reread)
-        if not await self._score_batches(plan.todo, now, report, stop):
+        plan = await self.plan_window(window, tick, reread=reread)
+        if not await self._score_batches(plan.todo, tick):
             return None
         return plan.hold
 
     async def plan_window(
         self,
         window: TimeWindow,
-        now: datetime,
-        report: TickReport,
+        tick: Tick,
         *,
         reread: timedelta = timedelta(0),
         ended_since: datetime | None = None,
@@ -267,20 +260,18 @@ class TraceSource(SourceBase):
         left to the retry path, and how far the watermark may move once they have settled. ``upto``: list
         roots starting until then (v4: now), not only until the window's end; ``ended_since``: only roots
         that ended then or later."""
-        ready, hold, complete = await self._ready_roots(window, now, report, reread, ended_since, upto)
+        ready, hold, complete = await self._ready_roots(window, tick, reread, ended_since, upto)
         known = self.state.scored_hashes(self.target.name, [r.trace_id for r in ready])
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
-        config_hash = self.scorer.plan.config_hash
+        config_hash = tick.plan.config_hash
         todo = [r for r in ready if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
         # Traces read again behind the window are expected to be known: not worth a skip count.
         if already := sum(1 for r in ready if known.get(r.trace_id) == config_hash and r.start_time >= window.start):
-            report.skipped["already scored"] += already
-        self.scorer.telemetry.backlog(self.target.name, len(todo))
+            tick.report.skipped["already scored"] += already
+        tick.telemetry.backlog(self.target.name, len(todo))
         return WindowPlan(window, todo, hold, complete)
 
-    async def _score_batches(
-        self, todo: Sequence[TraceRoot], now: datetime, report: TickReport, stop: asyncio.Event
-    ) -> bool:
+    async def _score_batches(self, todo: Sequence[TraceRoot], tick: Tick) -> bool:
         """Score ``todo`` batch by batch, :data:`BATCHES_IN_FLIGHT` at a time. False: stopped before the end.
 
         A batch that fails (Langfuse unavailable) starts no further batch; those in flight finish (their
@@ -290,10 +281,10 @@ class TraceSource(SourceBase):
         stopped = False
         try:
             for batch in chunks(todo, self.batch_size):
-                if stop.is_set():
+                if tick.stop.is_set():
                     stopped = True
                     break
-                running.add(asyncio.create_task(self.score_roots(batch, now, report)))
+                running.add(asyncio.create_task(self.score_roots(batch, tick)))
                 if len(running) >= BATCHES_IN_FLIGHT:
                     done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     error = _first_error(done)
@@ -313,8 +304,7 @@ class TraceSource(SourceBase):
     async def _ready_roots(
         self,
         window: TimeWindow,
-        now: datetime,
-        report: TickReport,
+        tick: Tick,
         reread: timedelta,
         ended_since: datetime | None = None,
         upto: datetime | None = None,
@@ -323,6 +313,7 @@ class TraceSource(SourceBase):
         watermark may move — a root not finished yet must be read again, so the watermark stays within
         ``reread`` of its start (at its start when nothing is read again) —, and whether the listing was
         complete (not cut by ``max_window_traces``)."""
+        now, report = tick.now, tick.report
         quiet_since = now - timedelta(seconds=self.target.quiet_period)
         give_up_waiting = now - timedelta(seconds=self.target.unfinished_after)
         ready: dict[str, TraceRoot] = {}
@@ -343,7 +334,7 @@ class TraceSource(SourceBase):
             if not behind:
                 return set()
             scored = self.state.scored_hashes(self.target.name, behind)
-            done = {t for t, h in scored.items() if h == self.scorer.plan.config_hash}
+            done = {t for t, h in scored.items() if h == tick.plan.config_hash}
             return done | set(self.state.failed_subjects(self.target.name, behind))
 
         # Each page read is progress (the transport reports it to the tick's listener), even one with no root.
@@ -359,7 +350,7 @@ class TraceSource(SourceBase):
             if root.trace_id in ready:
                 continue
             report.seen += 1
-            self.scorer.telemetry.traces_seen(self.target.name)
+            tick.telemetry.traces_seen(self.target.name)
             if not sampled(root.trace_id, self.target.sample_rate):
                 report.skipped["sampled out"] += 1
                 continue
@@ -371,15 +362,13 @@ class TraceSource(SourceBase):
             ready[root.trace_id] = root
         return list(ready.values()), hold, complete
 
-    async def score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
+    async def score_roots(self, roots: Sequence[TraceRoot], tick: Tick) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
         read, while the rest of the batch is still being read. Each page read counts as progress (the
         transport reports it): a scan may read many pages before it hands on a trace."""
-        await self.scorer.run(self._work_items(roots, now, report), report, now)
+        await self.scorer.run(self._work_items(roots, tick), tick)
 
-    async def _work_items(
-        self, roots: Sequence[TraceRoot], now: datetime, report: TickReport
-    ) -> AsyncGenerator[WorkItem, None]:
+    async def _work_items(self, roots: Sequence[TraceRoot], tick: Tick) -> AsyncGenerator[WorkItem, None]:
         """The batch's traces as samples, in the order they are read; once all are read, the ones with
         nothing to score (oversized, no observations) are recorded as done, so they are not read again."""
         by_id = {r.trace_id: r for r in roots}
@@ -432,14 +421,15 @@ class TraceSource(SourceBase):
                 if root.end_time is None:
                     item.sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
                 yield item
+        config_hash = tick.plan.config_hash
         for reason, trace_ids in oversized.items():
-            report.skipped[reason] += len(trace_ids)
-            self.state.record_scored(self.target.name, trace_ids, self.scorer.plan.config_hash, now, reason=reason)
+            tick.report.skipped[reason] += len(trace_ids)
+            self.state.record_scored(self.target.name, trace_ids, config_hash, tick.now, reason=reason)
         missing = [trace_id for trace_id in by_id if trace_id not in handled]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
-            report.skipped["no observations"] += len(missing)
-            self.state.record_scored(self.target.name, missing, self.scorer.plan.config_hash, now)
+            tick.report.skipped["no observations"] += len(missing)
+            self.state.record_scored(self.target.name, missing, config_hash, tick.now)
 
     def row_conditions(self) -> Sequence[dict[str, Any]]:
         """v4 ``filter`` conditions narrowing a trace's rows to what its samples need: none, whole traces."""
@@ -450,12 +440,12 @@ class TraceSource(SourceBase):
         sample = extract_sample(observations, references=self.target.references, trace_id=root.trace_id)
         return [WorkItem(sample, root.start_time, root.environment, functools.partial(retry_payload, root))]
 
-    async def retry_failures(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
+    async def retry_failures(self, tick: Tick) -> None:
         """Score again the failed traces whose next try has come."""
-        roots = self.due_retries(now)
-        if roots and not stop.is_set():
+        roots = self.due_retries(tick.now)
+        if roots and not tick.stop.is_set():
             log.info("retrying_failed_traces", target=self.target.name, traces=len(roots))
-            await self.score_roots(roots, now, report)
+            await self.score_roots(roots, tick)
 
     def due_retries(self, now: datetime) -> list[TraceRoot]:
         """The roots of failed traces whose next try has come (one batch at most); a failure whose root
