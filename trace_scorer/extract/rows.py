@@ -80,9 +80,12 @@ class Observation:
     @classmethod
     def from_row(cls, row: Mapping[str, Any], seq: int = 0) -> Observation:
         """The one constructor: a row as Langfuse returns it (or as exported to a file) → a record."""
-        ident = _text(row.get("id")) or f"row-{seq}"
+        get = row.get  # every row of every trace comes through here: names looked up once
+        ident = _text(get("id")) or f"row-{seq}"
         problems: list[str] = []
-        metadata = parse_json_field(row.get("metadata"))
+        metadata = get("metadata")
+        if isinstance(metadata, str):
+            metadata = parse_json_field(metadata)
         if metadata is None:
             metadata = {}
         elif not isinstance(metadata, dict):
@@ -90,28 +93,28 @@ class Observation:
             metadata = {"_raw": metadata}
         elif not all(isinstance(key, str) for key in metadata):
             metadata = {str(key): value for key, value in metadata.items()}
-        kind = row.get("type")
-        start = parse_time(row.get("startTime"))
-        if start is None and row.get("startTime") is not None:
-            problems.append(f"observation {ident}: startTime {short(row.get('startTime'))} is not a time")
-        name, level, message, environment = (row.get(k) for k in ("name", "level", "statusMessage", "environment"))
+        kind, raw_start, name = get("type"), get("startTime"), get("name")
+        start = parse_time(raw_start)
+        if start is None and raw_start is not None:
+            problems.append(f"observation {ident}: startTime {short(raw_start)} is not a time")
+        level, message, environment = get("level"), get("statusMessage"), get("environment")
         return cls(
-            id=ident,
-            trace_id=_text(row.get("traceId")),
-            parent_id=_text(row.get("parentObservationId")) or None,
-            type=kind.upper() if isinstance(kind, str) else "",
-            name=name if isinstance(name, str) else None,
-            start=start,
-            end=parse_time(row.get("endTime")),
-            ended_known="endTime" in row,
-            is_root_flag=row.get("isRootObservation") is True,
-            level=level if isinstance(level, str) else None,
-            status_message=message if isinstance(message, str) else None,
-            environment=environment if isinstance(environment, str) else None,
-            metadata=metadata,
-            row=row,
-            seq=seq,
-            problems=tuple(problems),
+            ident,
+            _text(get("traceId")),
+            _text(get("parentObservationId")) or None,
+            kind.upper() if isinstance(kind, str) else "",
+            name if isinstance(name, str) else None,
+            start,
+            parse_time(get("endTime")),
+            "endTime" in row,
+            get("isRootObservation") is True,
+            level if isinstance(level, str) else None,
+            message if isinstance(message, str) else None,
+            environment if isinstance(environment, str) else None,
+            metadata,
+            row,
+            seq,
+            tuple(problems),
         )
 
     @property
