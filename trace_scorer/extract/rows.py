@@ -33,6 +33,7 @@ __all__ = [
     "parse_json_field",
     "raw_row",
     "sort_observations",
+    "started",
     "take",
     "to_observation",
     "trace_order",
@@ -239,13 +240,17 @@ def dedupe_observations(observations: Iterable[Observation]) -> list[Observation
     return list(by_id.values())
 
 
+def started(observation: Observation) -> datetime:
+    """A record's start, which Langfuse always sends: ValueError without one (as ``rows.row_start``)."""
+    if observation.start is None:
+        raise ValueError(f"observation {observation.row.get('id')!r} has no startTime")
+    return observation.start
+
+
 def sort_observations(observations: list[Observation]) -> list[Observation]:
     """Oldest first (ties by id), each record's ``seq`` its place: the order in which the agent did things.
-    A record without a start time is refused (ValueError), as :func:`trace_scorer.rows.row_start` does."""
-    for observation in observations:
-        if observation.start is None:
-            raise ValueError(f"observation {observation.row.get('id')!r} has no startTime")
-    observations.sort(key=lambda o: (o.start, o.id))
+    A record without a start time is refused (:func:`started`)."""
+    observations.sort(key=lambda o: (started(o), o.id))
     for seq, observation in enumerate(observations):
         observation.seq = seq
     return observations

@@ -36,7 +36,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from trace_scorer.extract.rows import Observation, sort_observations
+from trace_scorer.extract.rows import Observation, sort_observations, started
 from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge
 from trace_scorer.langfuse.types import Row, TimeWindow, TraceRoot, TraceRows
 from trace_scorer.rows import replaces
@@ -179,7 +179,7 @@ class TraceScanner:
                                 yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
                     self.peak_rows = max(self.peak_rows, held_rows)
                     if records:
-                        oldest = min(_start(record) for record in records)
+                        oldest = min(map(started, records))
                         done = [t for t, root in pending.items() if root.start_time - self._slack > oldest]
                         for trace_id in done:
                             rows = held.pop(trace_id, {})
@@ -233,13 +233,6 @@ class TraceScanner:
             else:
                 groups.setdefault(sum(e.end <= span.start for e in excluded), []).append(root)
         return inside, [groups[key] for key in sorted(groups, reverse=True)]  # newest first, as rows come
-
-
-def _start(record: Observation) -> datetime:
-    """A row's start, which Langfuse always sends (ValueError without one, as ``rows.row_start``)."""
-    if record.start is None:
-        raise ValueError(f"observation {record.row.get('id')!r} has no startTime")
-    return record.start
 
 
 def _halves(roots: list[TraceRoot]) -> tuple[list[TraceRoot], list[TraceRoot]]:
