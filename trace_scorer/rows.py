@@ -8,7 +8,8 @@ boundary: the newest ``updatedAt`` wins; on a tie, or when the row read first ha
 row read last (:func:`replaces`). Duplicates of one observation share its ``startTime`` (immutable in
 Langfuse), and v4 sorts rows by ``startTime`` descending, so duplicates are adjacent in the stream:
 holding back only the rows of the current ``startTime`` is enough to de-duplicate a stream without
-holding the whole window (:class:`StreamDeduper`).
+holding the whole window (:class:`StreamDeduper`, over rows read into typed records: their times parsed
+once).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from trace_scorer.times import parse_timestamp
 
-__all__ = ["Row", "StreamDeduper", "dedupe", "json_in_text", "newer", "replaces", "row_start", "row_time"]
+__all__ = ["Row", "StreamDeduper", "Timed", "json_in_text", "replaces", "row_start", "row_time"]
 
 #: One observation row: a camelCase JSON object (``langfuse.types.Row`` is the same type).
 Row = dict[str, Any]
@@ -68,44 +69,44 @@ def replaces(updated: datetime | None, previous: datetime | None) -> bool:
     return updated is not None and updated >= previous
 
 
-def newer(a: Row, b: Row) -> Row:
-    """The more recently updated of two rows of one observation, ``a`` read first (``b`` on a tie)."""
-    return b if replaces(row_time(b, "updatedAt"), row_time(a, "updatedAt")) else a
+class Timed(Protocol):
+    """A row read into a typed record: its observation's id, start and ``updatedAt``."""
+
+    @property
+    def observation_id(self) -> str: ...
+    @property
+    def start_time(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime | None: ...
 
 
-def dedupe(rows: Iterable[Row]) -> list[Row]:
-    """Rows with unique ids, each the newest by ``updatedAt``; first-seen order kept."""
-    by_id: dict[str, Row] = {}
-    for row in rows:
-        key = row["id"]
-        by_id[key] = newer(by_id[key], row) if key in by_id else row
-    return list(by_id.values())
+T = TypeVar("T", bound=Timed)
 
 
-class StreamDeduper:
-    """De-duplicates a stream of rows sorted by ``startTime`` descending (see the module docstring)."""
+class StreamDeduper(Generic[T]):
+    """De-duplicates a stream of records sorted by start time descending (see the module docstring); the
+    records' times were parsed when they were read."""
 
     def __init__(self) -> None:
-        self._held: dict[str, Row] = {}
+        self._held: dict[str, T] = {}
         self._held_start: datetime | None = None
 
-    def push(self, rows: Iterable[Row]) -> list[Row]:
-        """Take a page; return the rows that can no longer have a duplicate coming."""
-        out: list[Row] = []
-        for row in rows:
-            start = row_start(row)
+    def push(self, records: Iterable[T]) -> list[T]:
+        """Take a page; return the records that can no longer have a duplicate coming."""
+        out: list[T] = []
+        for record in records:
+            start = record.start_time
             if self._held_start is not None and start != self._held_start:
                 out.extend(self._held.values())
                 self._held = {}
             self._held_start = start
-            key = row["id"]
-            if key in self._held:
-                self._held[key] = newer(self._held[key], row)
-            else:
-                self._held[key] = row
+            key = record.observation_id
+            held = self._held.get(key)
+            if held is None or replaces(record.updated_at, held.updated_at):
+                self._held[key] = record
         return out
 
-    def flush(self) -> list[Row]:
+    def flush(self) -> list[T]:
         out = list(self._held.values())
         self._held = {}
         self._held_start = None

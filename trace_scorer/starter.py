@@ -23,8 +23,9 @@ from trace_scorer.sample import Sample
 if TYPE_CHECKING:
     from trace_scorer.config import Settings
     from trace_scorer.config.references import ReferenceSettings
+    from trace_scorer.extract.rows import Observation
     from trace_scorer.langfuse import LangfuseClient, TimeWindow
-    from trace_scorer.langfuse.types import Row, TraceFilter
+    from trace_scorer.langfuse.types import TraceFilter
 
 #: The sample fields a metric can require, in the order the survey lists them.
 FIELDS = ("messages", "response", "tool_calls", "expected", "reference", "reference_tool_calls", "reference_topics")
@@ -194,12 +195,13 @@ async def read_samples(
             break
     samples = []
     async for trace in client.reads.fetch_traces(roots):
-        if isinstance(trace, OversizedTrace) or not trace.rows:
+        if isinstance(trace, OversizedTrace) or not trace.observations:
             continue
+        records = trace.observations
         if observations is None:
-            samples.append(extract_sample(trace.rows, references=references, trace_id=trace.trace_id))
+            samples.append(extract_sample(records, references=references, trace_id=trace.trace_id))
         else:
-            samples += observation_samples(trace.rows, observations, trace_id=trace.trace_id, references=references)
+            samples += observation_samples(records, observations, trace_id=trace.trace_id, references=references)
     return samples[:limit]
 
 
@@ -226,12 +228,12 @@ async def _read_session_samples(
     for session_id in session_ids:
         listing = await client.reads.list_roots(window, replace(trace_filter, session_id=session_id))
         roots = sorted(listing.roots, key=lambda r: (r.start_time, r.trace_id))
-        rows: dict[str, list[Row]] = {}
+        rows: dict[str, list[Observation]] = {}
         oversized = False
         async for trace in client.reads.fetch_traces(roots):
             oversized = oversized or isinstance(trace, OversizedTrace)
             if not isinstance(trace, OversizedTrace):
-                rows[trace.trace_id] = list(trace.rows)
+                rows[trace.trace_id] = trace.observations
         ordered = [row for r in roots for row in rows.get(r.trace_id, [])]
         if ordered and not oversized:
             samples.append(extract_session(ordered, session_id=session_id, references=references))

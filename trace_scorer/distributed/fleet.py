@@ -207,7 +207,8 @@ class Fleet:
         hold = start
         found = source.next_window(now, report)
         if found is not None:
-            plan = await source.plan_window(found, now, report, reread=source.reread())
+            tick = source.start_tick(now, asyncio.Event(), report)
+            plan = await source.plan_window(found, tick, reread=source.reread())
             batches += [PlannedBatch([r.row for r in c]) for c in chunks(plan.todo, source.batch_size)]
             start, hold = found.start, plan.hold
         if not batches:
@@ -276,7 +277,7 @@ class Fleet:
             failed = set() if batch.retry else state.failed_subjects(target, [r.trace_id for r in roots])
             todo = [r for r in roots if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
             if todo:
-                await source.score_roots(todo, source.present(self.clock()), report)
+                await source.score_roots(todo, source.start_tick(source.present(self.clock()), asyncio.Event(), report))
             hold = await self.book.settle(target, window_id, batch_no)
             if hold is not None:  # the window's last batch: move the watermark, plan the next window now
                 await self._finish(source, window_id, hold)

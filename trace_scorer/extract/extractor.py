@@ -16,13 +16,17 @@ from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.extract.calls import merge_calls, message_calls
 from trace_scorer.extract.conversation import Conversation
 from trace_scorer.extract.facts import read_facts
+from trace_scorer.extract.items import TypedItem, item_document
 from trace_scorer.extract.messages import MessageReader
 from trace_scorer.extract.model import Call, Msg, Notes, short
 from trace_scorer.extract.references import describe_unused, read_references
 from trace_scorer.extract.rows import (
     Observation,
-    dedupe_rows,
+    RowOrRecord,
+    deduped,
     find_root,
+    observation_at,
+    raw_row,
     to_observation,
     trace_order,
 )
@@ -44,15 +48,16 @@ _ANSWER_KEYS = ("output", "answer", "response", "result", "final_answer", "text"
 
 
 def extract_sample(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[RowOrRecord],
     *,
-    item: Mapping[str, Any] | None = None,
+    item: Mapping[str, Any] | TypedItem | None = None,
     references: ReferenceSettings | None = None,
     trace_id: str | None = None,
     trace_row: Mapping[str, Any] | None = None,
 ) -> Sample:
-    """The Sample of one trace: ``rows`` as ``GET /api/public/v2/observations`` returns them,
-    ``item`` the experiment/dataset item (``expectedOutput``, ``metadata``, ``experimentItemId``...).
+    """The Sample of one trace: ``rows`` as ``GET /api/public/v2/observations`` returns them (or their
+    records, as the Langfuse adapter reads them), ``item`` the experiment/dataset item: typed (the
+    worker's), or a JSON object read from a file (``expectedOutput``, ``metadata``, ``experimentItemId``...).
     ``trace_row``: the trace's root row when ``rows`` are not the whole trace but an observation's
     subtree (``scope = "observation"``): the references' and variables' ``$.trace`` is read from it."""
     notes = Notes()
@@ -67,7 +72,7 @@ def extract_sample(
 
 
 def extract_session(
-    rows: Iterable[Mapping[str, Any]], *, session_id: str, references: ReferenceSettings | None = None
+    rows: Iterable[RowOrRecord], *, session_id: str, references: ReferenceSettings | None = None
 ) -> Sample:
     """The Sample of one session: the rows of all its traces read as one conversation, the traces in
     the order they started (each trace's root is a top-level observation of the walk), so history a
@@ -93,23 +98,26 @@ class _Extraction:
     def run(
         self,
         rows: Iterable[Any],
-        item: Mapping[str, Any] | None,
+        given: Mapping[str, Any] | TypedItem | None,
         trace_id: str | None,
         *,
         session_id: str | None = None,
         trace_row: Mapping[str, Any] | None = None,
     ) -> Sample:
         notes = self.notes
+        typed = given if given is not None and not isinstance(given, Mapping) and isinstance(given, TypedItem) else None
+        # A typed item is read as the document its references see; its start time is typed already.
+        item = item_document(typed) if typed is not None else given
         if item is not None and not isinstance(item, Mapping):
             notes.add(f"the experiment item is not an object ({short(item)}); ignored")
             item = None
-        kept = dedupe_rows(rows if rows is not None else (), notes)
+        kept = deduped(rows, notes)
         if session_id is None:
             chosen = trace_id if isinstance(trace_id, str) and trace_id else self._trace_id(kept, item)
             kept = self._only_trace(kept, chosen)
         else:
             chosen = None
-        observations = [to_observation(row, seq, notes) for seq, row in enumerate(kept)]
+        observations = [observation_at(row, seq, notes) for seq, row in enumerate(kept)]
         ordered = trace_order(observations, notes)
         roots = session_roots(ordered) if session_id is not None else [r for r in [find_root(ordered)] if r]
         root = roots[-1] if roots else None
@@ -149,7 +157,7 @@ class _Extraction:
         if start is None and ordered:
             start = min((o.start for o in ordered if o.start is not None), default=None)
         if start is None and item is not None:
-            start = parse_time(item.get("startTime"))
+            start = typed.start_time if typed is not None else parse_time(item.get("startTime"))
         environment = root.environment if root is not None else None
         if environment is None and item is not None and isinstance(item.get("environment"), str):
             environment = item["environment"]
@@ -184,8 +192,8 @@ class _Extraction:
             **found,
         )
 
-    def _trace_id(self, rows: list[Mapping[str, Any]], item: Mapping[str, Any] | None) -> str | None:
-        counts = Counter(t for row in rows if isinstance(t := row.get("traceId"), str) and t)
+    def _trace_id(self, rows: list[RowOrRecord], item: Mapping[str, Any] | None) -> str | None:
+        counts = Counter(t for row in rows if isinstance(t := raw_row(row).get("traceId"), str) and t)
         if counts:
             return counts.most_common(1)[0][0]
         if item is not None and isinstance(item.get("traceId"), str) and item["traceId"]:
@@ -194,10 +202,10 @@ class _Extraction:
             self.notes.add("the rows have no traceId; read as one trace named by its root observation")
         return None
 
-    def _only_trace(self, rows: list[Mapping[str, Any]], chosen: str | None) -> list[Mapping[str, Any]]:
+    def _only_trace(self, rows: list[RowOrRecord], chosen: str | None) -> list[RowOrRecord]:
         if chosen is None:
             return rows
-        mine = [row for row in rows if row.get("traceId") in (chosen, None)]
+        mine = [row for row in rows if raw_row(row).get("traceId") in (chosen, None)]
         if len(mine) < len(rows):
             self.notes.add(f"{len(rows) - len(mine)} row(s) belong to other traces; left out")
         return mine

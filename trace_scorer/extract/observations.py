@@ -16,6 +16,7 @@ a parent cycle does not loop, and the notes say what was left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from trace_scorer.config.references import ReferenceSettings
@@ -24,9 +25,8 @@ from trace_scorer.extract.extractor import _tool_call, extract_sample
 from trace_scorer.extract.facts import read_facts
 from trace_scorer.extract.messages import MessageReader
 from trace_scorer.extract.model import Notes
-from trace_scorer.extract.rows import dedupe_rows, find_root, parse_json_field, to_observation
+from trace_scorer.extract.rows import Observation, RowOrRecord, deduped, find_root, observation_at, raw_row
 from trace_scorer.sample import Sample, ToolSpec
-from trace_scorer.times import parse_time
 
 #: Observation types that the SDK integrations never give children (the openai wrapper's, LangChain's and
 #: OTel GenAI's generations; events; embeddings). Their sample is their own row: it borrows no tools from
@@ -47,8 +47,13 @@ def _ident(row: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _type(observation: Observation) -> str:
+    """The row's type as the filter reads it (``str()`` of whatever it holds)."""
+    return str(observation.row.get("type", "")).upper()
+
+
 def observation_samples(
-    rows: Iterable[Any],
+    rows: Iterable[RowOrRecord],
     wanted: Callable[[Mapping[str, Any]], bool],
     *,
     trace_id: str,
@@ -60,92 +65,94 @@ def observation_samples(
     ``trace_row``: the trace's root row (as it was listed), read as the samples' ``$.trace``; by default
     the root among ``rows`` (rows a server narrowed to the matching observations may not hold it: then
     ``$.trace`` has only what the observation's row tells of its trace)."""
-    kept = [row for row in dedupe_rows(rows, Notes()) if row.get("traceId") in (trace_id, None) and _ident(row)]
-    chosen = [row for row in kept if wanted(row)]
+    notes = Notes()  # the rows' own notes go to each sample's extraction
+    given = deduped(rows, notes)
+    kept = [
+        observation_at(row, seq, notes)
+        for seq, row in enumerate(
+            r for r in given if raw_row(r).get("traceId") in (trace_id, None) and _ident(raw_row(r))
+        )
+    ]
+    chosen = [o for o in kept if wanted(o.row)]
     if not chosen:
         return []
     if trace_row is None:
-        notes = Notes()
-        root = find_root([to_observation(row, seq, notes) for seq, row in enumerate(kept)])
+        root = find_root(kept)
         trace_row = root.row if root is not None else None
-    children: dict[str, list[Mapping[str, Any]]] = {}
-    for row in kept:
-        parent = row.get("parentObservationId")
-        if isinstance(parent, str) and parent and parent != row["id"]:
-            children.setdefault(parent, []).append(row)
+    children: dict[str, list[Observation]] = {}
+    for observation in kept:
+        parent = observation.row.get("parentObservationId")
+        if isinstance(parent, str) and parent and parent != observation.id:
+            children.setdefault(parent, []).append(observation)
     chosen.sort(key=_start_key)
-    generations = sorted((row for row in kept if str(row.get("type", "")).upper() == "GENERATION"), key=_start_key)
-    return [_sample(row, children, generations, trace_id, references, trace_row) for row in chosen]
+    generations = sorted((o for o in kept if _type(o) == "GENERATION"), key=_start_key)
+    return [_sample(o, children, generations, trace_id, references, trace_row) for o in chosen]
 
 
-def _start_key(row: Mapping[str, Any]) -> tuple[bool, str, str]:
-    start = parse_time(row.get("startTime"))
-    return (start is None, start.isoformat() if start else "", str(row.get("id")))
+def _start_key(observation: Observation) -> tuple[bool, str, str]:
+    start = observation.start
+    return (start is None, start.isoformat() if start else "", observation.id)
 
 
-def subtree(
-    row: Mapping[str, Any], children: Mapping[str, list[Mapping[str, Any]]]
-) -> tuple[list[Mapping[str, Any]], bool]:
+def subtree(observation: Observation, children: Mapping[str, list[Observation]]) -> tuple[list[Observation], bool]:
     """The observation and its descendants (each once, whatever cycles the rows hold), and whether the
     subtree was cut at :data:`MAX_SUBTREE_ROWS`."""
-    found: list[Mapping[str, Any]] = [row]
-    seen = {row["id"]}
-    stack = list(children.get(row["id"], ()))
+    found: list[Observation] = [observation]
+    seen = {observation.id}
+    stack = list(children.get(observation.id, ()))
     while stack:
         current = stack.pop()
-        if current["id"] in seen:
+        if current.id in seen:
             continue
         if len(found) >= MAX_SUBTREE_ROWS:
             return found, True
-        seen.add(current["id"])
+        seen.add(current.id)
         found.append(current)
-        stack.extend(children.get(current["id"], ()))
+        stack.extend(children.get(current.id, ()))
     return found, False
 
 
 def _sample(
-    row: Mapping[str, Any],
-    children: Mapping[str, list[Mapping[str, Any]]],
-    generations: list[Mapping[str, Any]],
+    observation: Observation,
+    children: Mapping[str, list[Observation]],
+    generations: list[Observation],
     trace_id: str,
     references: ReferenceSettings | None,
     trace_row: Mapping[str, Any] | None,
 ) -> Sample:
-    rows, cut = subtree(row, children)
+    rows, cut = subtree(observation, children)
     # The observation is the root of its extraction (its parent is not among the rows).
-    root = {**row, "parentObservationId": None, "isRootObservation": True}
-    rows[0] = root
+    rows[0] = replace(observation, parent_id=None, is_root_flag=True)
+    row = observation.row
     if trace_row is None:  # the trace's root not read: $.trace is what the observation's row says of it
         trace_row = {key: row[key] for key in _TRACE_CONTEXT if key in row}
     sample = extract_sample(rows, references=references, trace_id=trace_id, trace_row=trace_row)
-    if str(row.get("type", "")).upper() == "GENERATION" and len(rows) == 1 and sample.tool_calls is not None:
+    if _type(observation) == "GENERATION" and len(rows) == 1 and sample.tool_calls is not None:
         # A generation's input repeats the calls earlier generations made (the history): the calls it
         # made are those of its output. Its messages keep the whole conversation.
-        answered = MessageReader(Notes()).read(parse_json_field(row.get("output")), "output", "")
+        answered = MessageReader(Notes()).read(observation.output, "output", "")
         sample.tool_calls = [_tool_call(c) for c in message_calls(answered or [])]
-    sample.id = row["id"]
-    sample.observation_id = row["id"]
+    sample.id = observation.id
+    sample.observation_id = observation.id
     if cut:
         sample.notes.append(f"the observation's subtree was cut at {MAX_SUBTREE_ROWS:,} rows")
-    if sample.tools is None and str(row.get("type", "")).upper() not in LEAF_TYPES:
-        declared = _tools_before(row, generations)
+    if sample.tools is None and _type(observation) not in LEAF_TYPES:
+        declared = _tools_before(observation, generations)
         if declared is not None:
             sample.tools = declared
     return sample
 
 
-def _tools_before(row: Mapping[str, Any], generations: list[Mapping[str, Any]]) -> list[ToolSpec] | None:
-    """The tools declared by the latest generation that started before ``row`` (not ``row`` itself)."""
-    start = parse_time(row.get("startTime"))
+def _tools_before(observation: Observation, generations: list[Observation]) -> list[ToolSpec] | None:
+    """The tools declared by the latest generation that started before ``observation`` (not itself)."""
+    start = observation.start
     if start is None:
         return None
-    notes = Notes()
     for generation in reversed(generations):
-        began = parse_time(generation.get("startTime"))
-        if generation is row or generation.get("id") == row.get("id") or began is None or began > start:
+        began = generation.start
+        if generation is observation or generation.id == observation.id or began is None or began > start:
             continue
-        observation = to_observation(generation, 0, notes)
-        facts = read_facts([observation], observation)
+        facts = read_facts([generation], generation)
         if facts.tools is not None:
             return [ToolSpec(name=t.name, parameters=t.parameters, description=t.description) for t in facts.tools]
     return None

@@ -1,7 +1,9 @@
 """Observation rows (``GET /api/public/v2/observations``) → de-duplicated observations in trace order.
 
-Rows are camelCase dicts; ``input``/``output`` arrive as JSON strings (parsed here; a string that is
-not JSON stays the string). Until ClickHouse merges, one observation can come back as several rows:
+A row is read once into a typed record (:class:`Observation`, by :meth:`Observation.from_row`): where the
+Langfuse adapter reads it (``TraceRows``), or, for rows from a file, here. Rows are camelCase dicts;
+``input``/``output`` arrive as JSON strings (parsed when first read; a string that is not JSON stays the
+string). Until ClickHouse merges, one observation can come back as several rows:
 the newest ``updatedAt`` wins (on a tie, or without ``updatedAt``, the row read last: the rule of
 :func:`trace_scorer.rows.replaces`, which the Langfuse adapter applies too). The tree is
 rebuilt from ``parentObservationId`` and walked depth-first, siblings by ``startTime``: that order is
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,9 +24,17 @@ from trace_scorer.times import parse_time
 
 __all__ = [
     "Observation",
+    "RowOrRecord",
+    "dedupe_observations",
     "dedupe_rows",
+    "deduped",
     "find_root",
+    "observation_at",
     "parse_json_field",
+    "raw_row",
+    "sort_observations",
+    "started",
+    "take",
     "to_observation",
     "trace_order",
 ]
@@ -32,9 +42,17 @@ __all__ = [
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+#: An input/output not parsed yet (parsed when first read: a trace skipped for its size never is).
+_UNREAD: Any = object()
+
+
 @dataclass(slots=True)
 class Observation:
-    """One observation, its JSON fields parsed."""
+    """One observation row, read once: ids, type and times typed, metadata an object, input and output
+    parsed from JSON when first read. Fields of the wrong type are read as absent; what could not be read
+    is in ``problems`` (the sample's notes). The Langfuse adapter makes these where it reads rows
+    (:class:`~trace_scorer.langfuse.types.TraceRows`); extraction takes them as they are, and makes them
+    from rows read from a file with the same constructor (:meth:`from_row`)."""
 
     id: str
     trace_id: str | None
@@ -49,13 +67,80 @@ class Observation:
     level: str | None
     status_message: str | None
     environment: str | None
-    input: Any
-    output: Any
     metadata: dict[str, Any] = field(default_factory=dict)
     #: The row as given (for fields read only from the root: tags, userId, sessionId...).
     row: Mapping[str, Any] = field(default_factory=dict)
-    #: Position in the input rows (the last tie-breaker for ordering).
+    #: Position among the trace's records (the last tie-breaker for ordering).
     seq: int = 0
+    #: What could not be read from the row, as the notes say it.
+    problems: tuple[str, ...] = ()
+    _input: Any = field(default=_UNREAD, repr=False, compare=False)
+    _output: Any = field(default=_UNREAD, repr=False, compare=False)
+    _updated: Any = field(default=_UNREAD, repr=False, compare=False)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], seq: int = 0) -> Observation:
+        """The one constructor: a row as Langfuse returns it (or as exported to a file) → a record."""
+        get = row.get  # every row of every trace comes through here: names looked up once
+        ident = _text(get("id")) or f"row-{seq}"
+        problems: list[str] = []
+        metadata = get("metadata")
+        if isinstance(metadata, str):
+            metadata = parse_json_field(metadata)
+        if metadata is None:
+            metadata = {}
+        elif not isinstance(metadata, dict):
+            problems.append(f"observation {ident}: metadata is not an object; kept under '_raw'")
+            metadata = {"_raw": metadata}
+        elif not all(isinstance(key, str) for key in metadata):
+            metadata = {str(key): value for key, value in metadata.items()}
+        kind, raw_start, name = get("type"), get("startTime"), get("name")
+        start = parse_time(raw_start)
+        if start is None and raw_start is not None:
+            problems.append(f"observation {ident}: startTime {short(raw_start)} is not a time")
+        level, message, environment = get("level"), get("statusMessage"), get("environment")
+        return cls(
+            ident,
+            _text(get("traceId")),
+            _text(get("parentObservationId")) or None,
+            kind.upper() if isinstance(kind, str) else "",
+            name if isinstance(name, str) else None,
+            start,
+            parse_time(get("endTime")),
+            "endTime" in row,
+            get("isRootObservation") is True,
+            level if isinstance(level, str) else None,
+            message if isinstance(message, str) else None,
+            environment if isinstance(environment, str) else None,
+            metadata,
+            row,
+            seq,
+            tuple(problems),
+        )
+
+    @property
+    def input(self) -> Any:
+        if self._input is _UNREAD:
+            self._input = parse_json_field(self.row.get("input"))
+        return self._input
+
+    @property
+    def output(self) -> Any:
+        if self._output is _UNREAD:
+            self._output = parse_json_field(self.row.get("output"))
+        return self._output
+
+    @property
+    def updated_at(self) -> datetime | None:
+        """``updatedAt``, parsed when first asked for: only duplicates of an observation need it."""
+        if self._updated is _UNREAD:
+            self._updated = parse_time(self.row.get("updatedAt"))
+        updated: datetime | None = self._updated
+        return updated
+
+    def at(self, seq: int) -> Observation:
+        """This record at another place in a list of records (a copy; the same record when it is there)."""
+        return self if seq == self.seq else replace(self, seq=seq)
 
     def label(self) -> str:
         """How notes name this observation: ``GENERATION 'OpenAI-generation' (id …)``."""
@@ -79,6 +164,31 @@ def _text(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return None
+
+
+#: What extraction is given for a trace: its rows (from a file: any JSON) or its records (from Langfuse).
+RowOrRecord = Mapping[str, Any] | Observation
+
+
+def raw_row(row: RowOrRecord) -> Mapping[str, Any]:
+    """The row as read, of a row or of its record."""
+    return row.row if isinstance(row, Observation) else row
+
+
+def deduped(rows: Iterable[Any], notes: Notes) -> list[RowOrRecord]:
+    """Rows de-duplicated (:func:`dedupe_rows`), or records as they are (the adapter de-duplicated them
+    where it read them)."""
+    given = list(rows) if rows is not None else []
+    if given and isinstance(given[0], Observation):
+        return given
+    return list(dedupe_rows(given, notes))
+
+
+def observation_at(row: RowOrRecord, seq: int, notes: Notes) -> Observation:
+    """The record of a row (made here) or a record, at place ``seq``; what could not be read in ``notes``."""
+    observation = row.at(seq) if isinstance(row, Observation) else Observation.from_row(row, seq)
+    take(observation, notes)
+    return observation
 
 
 def dedupe_rows(rows: Iterable[Any], notes: Notes) -> list[Mapping[str, Any]]:
@@ -108,39 +218,42 @@ def dedupe_rows(rows: Iterable[Any], notes: Notes) -> list[Mapping[str, Any]]:
 
 
 def to_observation(row: Mapping[str, Any], seq: int, notes: Notes) -> Observation:
-    """One row → :class:`Observation`; fields of the wrong type are read as absent."""
-    ident = _text(row.get("id")) or f"row-{seq}"
-    metadata = parse_json_field(row.get("metadata"))
-    if metadata is None:
-        metadata = {}
-    elif not isinstance(metadata, dict):
-        notes.add(f"observation {ident}: metadata is not an object; kept under '_raw'")
-        metadata = {"_raw": metadata}
-    elif not all(isinstance(key, str) for key in metadata):
-        metadata = {str(key): value for key, value in metadata.items()}
-    kind = row.get("type")
-    start = parse_time(row.get("startTime"))
-    if start is None and row.get("startTime") is not None:
-        notes.add(f"observation {ident}: startTime {short(row.get('startTime'))} is not a time")
-    return Observation(
-        id=ident,
-        trace_id=_text(row.get("traceId")),
-        parent_id=_text(row.get("parentObservationId")) or None,
-        type=kind.upper() if isinstance(kind, str) else "",
-        name=row.get("name") if isinstance(row.get("name"), str) else None,
-        start=start,
-        end=parse_time(row.get("endTime")),
-        ended_known="endTime" in row,
-        is_root_flag=row.get("isRootObservation") is True,
-        level=row.get("level") if isinstance(row.get("level"), str) else None,
-        status_message=row.get("statusMessage") if isinstance(row.get("statusMessage"), str) else None,
-        environment=row.get("environment") if isinstance(row.get("environment"), str) else None,
-        input=parse_json_field(row.get("input")),
-        output=parse_json_field(row.get("output")),
-        metadata=metadata,
-        row=row,
-        seq=seq,
-    )
+    """One row → :class:`Observation`, what could not be read in ``notes``."""
+    observation = Observation.from_row(row, seq)
+    take(observation, notes)
+    return observation
+
+
+def take(observation: Observation, notes: Notes) -> None:
+    """What could not be read from the record's row, into the sample's notes."""
+    for problem in observation.problems:
+        notes.add(problem)
+
+
+def dedupe_observations(observations: Iterable[Observation]) -> list[Observation]:
+    """:func:`trace_scorer.rows.dedupe` for records (their ``updatedAt`` parsed once, when read)."""
+    by_id: dict[str, Observation] = {}
+    for observation in observations:
+        held = by_id.get(observation.id)
+        if held is None or replaces(observation.updated_at, held.updated_at):
+            by_id[observation.id] = observation
+    return list(by_id.values())
+
+
+def started(observation: Observation) -> datetime:
+    """A record's start, which Langfuse always sends: ValueError without one (as ``rows.row_start``)."""
+    if observation.start is None:
+        raise ValueError(f"observation {observation.row.get('id')!r} has no startTime")
+    return observation.start
+
+
+def sort_observations(observations: list[Observation]) -> list[Observation]:
+    """Oldest first (ties by id), each record's ``seq`` its place: the order in which the agent did things.
+    A record without a start time is refused (:func:`started`)."""
+    observations.sort(key=lambda o: (started(o), o.id))
+    for seq, observation in enumerate(observations):
+        observation.seq = seq
+    return observations
 
 
 def _sort_key(observation: Observation) -> tuple[bool, datetime, int]:

@@ -30,6 +30,7 @@ from urllib.parse import quote
 import structlog
 
 from trace_scorer.config.langfuse import LangfuseSettings
+from trace_scorer.extract.rows import Observation, dedupe_observations
 from trace_scorer.langfuse.dataset_items import DatasetItemCache, DatasetsByName
 from trace_scorer.langfuse.endpoints import (
     DATASET_RUN,
@@ -44,9 +45,7 @@ from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseNotFoun
 from trace_scorer.langfuse.filters import root_matches, v3_traces_query
 from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.rows import (
-    dedupe,
     row_start,
-    sort_rows,
     trace_root_from_row,
     v3_observation_row,
     v3_trace_root_row,
@@ -206,12 +205,12 @@ class V3Reader:
             return TraceRows(trace_id, [])
         except LangfuseAnswerTooLarge as error:
             return OversizedTrace(trace_id, [], limit=error.limit, reason=ANSWER_TOO_LARGE)
-        root, *observations = v3_trace_rows(answer.body)
-        observations = dedupe(observations)
+        root, *observations = map(Observation.from_row, v3_trace_rows(answer.body))
+        observations = dedupe_observations(observations)
         limit = self._settings.max_rows_per_trace
         if over_cap(len(observations), limit):
             return OversizedTrace(trace_id, [], rows_read=len(observations), limit=limit)
-        return TraceRows(trace_id, sort_rows([root, *observations]))
+        return TraceRows.read(trace_id, [root, *observations])
 
     async def fetch_traces(
         self, roots: Sequence[TraceRoot], *, only: Sequence[Mapping[str, Any]] = ()
@@ -264,8 +263,9 @@ class V3Reader:
                 handed.add(trace.trace_id)
                 if isinstance(trace, OversizedTrace) or trace.trace_id in whole:
                     yield trace
-                elif listed[trace.trace_id] <= {row["id"] for row in trace.rows}:
-                    yield TraceRows(trace.trace_id, sort_rows([by_id[trace.trace_id].row, *trace.rows]))
+                elif listed[trace.trace_id] <= {o.id for o in trace.observations}:
+                    listed_root = Observation.from_row(by_id[trace.trace_id].row)
+                    yield TraceRows.read(trace.trace_id, [listed_root, *trace.observations])
                 else:
                     self.bulk_fallbacks += 1
                     yield await self.fetch_trace(trace.trace_id)

@@ -27,6 +27,7 @@ import structlog
 from langfuse.api.core.datetime_utils import serialize_datetime
 
 from trace_scorer.config.langfuse import LangfuseSettings
+from trace_scorer.extract.rows import Observation, dedupe_observations
 from trace_scorer.langfuse.clock import Clock
 from trace_scorer.langfuse.dataset_items import DatasetItemCache, DatasetsByName
 from trace_scorer.langfuse.endpoints import (
@@ -37,7 +38,7 @@ from trace_scorer.langfuse.endpoints import (
 )
 from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseHTTPError, LangfuseResponseError
 from trace_scorer.langfuse.filters import root_matches, v4_root_query, v4_trace_rows_query
-from trace_scorer.langfuse.rows import StreamDeduper, dedupe, sort_rows, trace_root_from_row
+from trace_scorer.langfuse.rows import StreamDeduper, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, TOO_LARGE_ROW, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.transport import QueryValue, Transport
 from trace_scorer.langfuse.types import (
@@ -238,10 +239,10 @@ class V4Reader:
         still to come are older). Memory stays at ``max_traces`` roots and a page, whatever the window."""
         roots: dict[str, TraceRoot] = {}
         end = window.end
-        deduper = StreamDeduper()
+        deduper = StreamDeduper[TraceRoot]()
 
-        def keep(rows: list[Row]) -> None:
-            fresh = [root for root in map(trace_root_from_row, rows) if root.start_time < end]
+        def keep(listed: list[TraceRoot]) -> None:
+            fresh = [root for root in listed if root.start_time < end]
             done = known(fresh) if known is not None and fresh else ()
             for root in fresh:
                 if root.trace_id in done:
@@ -253,7 +254,7 @@ class V4Reader:
         query = v4_root_query(window, trace_filter, ended_since=ended_since)
         pages = self._observation_pages(ROOT_FIELDS, slim_fields=SLIM_ROOT_FIELDS, **query)
         async for page in pages:
-            keep(deduper.push(page))
+            keep(deduper.push(map(trace_root_from_row, page)))
             if max_traces and len(roots) > max_traces:
                 end, roots = _earliest(roots, max_traces, window.start, end)
         keep(deduper.flush())
@@ -271,7 +272,7 @@ class V4Reader:
         start = root.start_time - self._slack
         end = max(root.end_time or self._clock.now(), root.start_time) + self._slack
         limit = self._settings.max_rows_per_trace
-        rows: list[Row] = []
+        rows: list[Observation] = []
         pages = self._observation_pages(
             BODY_FIELDS, trace_id=root.trace_id, from_start_time=start, to_start_time=end, filter=row_filter
         )
@@ -279,10 +280,10 @@ class V4Reader:
             async for page in pages:
                 if cap := next((row[TOO_LARGE_ROW] for row in page if TOO_LARGE_ROW in row), None):
                     return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=cap, reason=ANSWER_TOO_LARGE)
-                rows.extend(page)
-                if over_cap(len(rows), limit) and over_cap(len(rows := dedupe(rows)), limit):
+                rows.extend(map(Observation.from_row, page))
+                if over_cap(len(rows), limit) and over_cap(len(rows := dedupe_observations(rows)), limit):
                     return OversizedTrace(root.trace_id, [], rows_read=len(rows), limit=limit)
-        return TraceRows(root.trace_id, sort_rows(dedupe(rows)))
+        return TraceRows.read(root.trace_id, rows)
 
     async def fetch_traces(
         self, roots: Sequence[TraceRoot], *, only: Sequence[Mapping[str, Any]] = ()

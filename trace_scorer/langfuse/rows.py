@@ -1,6 +1,7 @@
-"""Observation rows: the typed root, trace order, and the v3 → v4 row conversion (one input format for
-extraction). De-duplication (``dedupe``, ``newer``, ``StreamDeduper``) and row times live in
-:mod:`trace_scorer.rows`, shared with extraction, and are re-exported here.
+"""Observation rows: the typed root and the v3 → v4 row conversion (one input format for extraction).
+Stream de-duplication (``StreamDeduper``) and row times live in :mod:`trace_scorer.rows`, shared with
+extraction, and are re-exported here; a trace's rows are read into records by
+:meth:`~trace_scorer.langfuse.types.TraceRows.read`.
 """
 
 from __future__ import annotations
@@ -12,17 +13,14 @@ from typing import Any
 
 from trace_scorer.langfuse.ids import format_timestamp
 from trace_scorer.langfuse.types import Row, TraceRoot
-from trace_scorer.rows import StreamDeduper, dedupe, newer, row_start, row_time
+from trace_scorer.rows import StreamDeduper, row_start, row_time
 from trace_scorer.times import parse_timestamp
 
 __all__ = [
     "StreamDeduper",
-    "dedupe",
-    "newer",
     "raw_io",
     "row_start",
     "row_time",
-    "sort_rows",
     "trace_root_from_row",
     "v3_observation_row",
     "v3_trace_root_row",
@@ -48,11 +46,6 @@ def trace_root_from_row(row: Row) -> TraceRoot:
         metadata=metadata if isinstance(metadata, dict) else {},
         row=row,
     )
-
-
-def sort_rows(rows: list[Row]) -> list[Row]:
-    """Oldest first (ties by id): the order in which the agent did things."""
-    return sorted(rows, key=lambda r: (row_start(r), str(r["id"])))
 
 
 # --- v3 → v4 rows -------------------------------------------------------------------------------

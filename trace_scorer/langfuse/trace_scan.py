@@ -36,9 +36,10 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from trace_scorer.extract.rows import Observation, sort_observations, started
 from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge
-from trace_scorer.langfuse.rows import newer, row_start, sort_rows
 from trace_scorer.langfuse.types import Row, TimeWindow, TraceRoot, TraceRows
+from trace_scorer.rows import replaces
 
 PageSource = Callable[[TimeWindow], AsyncGenerator[list[Row], None]]
 #: A page source that also keeps to these traces' rows (the ids) within the window.
@@ -141,7 +142,7 @@ class TraceScanner:
                     yield trace
             return
         pending = {r.trace_id: r for r in roots}
-        held: dict[str, dict[str, Row]] = {}
+        held: dict[str, dict[str, Observation]] = {}
         held_rows = 0
         overflow = False
         oversized: list[TimeWindow] = []
@@ -151,7 +152,10 @@ class TraceScanner:
             source = self._pages(window) if self._pages_of is None else self._pages_of(window, list(pending))
             async with aclosing(source) as pages:
                 async for page in pages:
-                    for row in page:
+                    # Each row is read into its record once, here: its times parsed for the scan and after.
+                    records = list(map(Observation.from_row, page))
+                    for record in records:
+                        row = record.row
                         trace_id = row.get("traceId")
                         if trace_id not in pending:
                             continue
@@ -161,11 +165,12 @@ class TraceScanner:
                             yield OversizedTrace(trace_id, [], limit=row[TOO_LARGE_ROW], reason=ANSWER_TOO_LARGE)
                             continue
                         group = held.setdefault(trace_id, {})
-                        key = row["id"]
+                        key = record.id
                         if key in group:
-                            group[key] = newer(group[key], row)
+                            if replaces(record.updated_at, group[key].updated_at):
+                                group[key] = record
                         else:
-                            group[key] = row
+                            group[key] = record
                             held_rows += 1
                             if over_cap(len(group), self._max_rows_per_trace):
                                 held_rows -= len(held.pop(trace_id))
@@ -173,14 +178,14 @@ class TraceScanner:
                                 oversized.append(self.core_span(root))
                                 yield OversizedTrace(trace_id, [], rows_read=len(group), limit=self._max_rows_per_trace)
                     self.peak_rows = max(self.peak_rows, held_rows)
-                    if page:
-                        oldest = min(row_start(row) for row in page)
+                    if records:
+                        oldest = min(map(started, records))
                         done = [t for t, root in pending.items() if root.start_time - self._slack > oldest]
                         for trace_id in done:
                             rows = held.pop(trace_id, {})
                             held_rows -= len(rows)
                             del pending[trace_id]
-                            yield TraceRows(trace_id, sort_rows(list(rows.values())))
+                            yield TraceRows(trace_id, sort_observations(list(rows.values())))
                     if not pending:
                         break  # every trace asked for is handed on: the rest of the window is not needed
                     if oversized:
@@ -204,7 +209,7 @@ class TraceScanner:
             return
         if not overflow:
             for trace_id in list(pending):
-                yield TraceRows(trace_id, sort_rows(list(held.pop(trace_id, {}).values())))
+                yield TraceRows(trace_id, sort_observations(list(held.pop(trace_id, {}).values())))
             return
         held.clear()
         self.splits += 1

@@ -1,9 +1,10 @@
 """The typed objects the rest of trace-scorer sees; both API generations produce exactly these.
 
-Observation rows stay plain dicts in the v4 camelCase shape (``id``, ``traceId``, ``type``, ``name``,
-``startTime``, ``endTime``, ``parentObservationId``, ``isRootObservation``, ``input``/``output`` as raw
-strings, ``metadata``, ``environment``, ``updatedAt``, …): that is the extraction engine's one input
-format, whichever generation the rows came from.
+Observation rows come in the v4 camelCase shape (``id``, ``traceId``, ``type``, ``name``, ``startTime``,
+``endTime``, ``parentObservationId``, ``isRootObservation``, ``input``/``output`` as raw strings,
+``metadata``, ``environment``, ``updatedAt``, …), whichever generation they came from; a trace's rows are
+read once into records (:class:`~trace_scorer.extract.rows.Observation`, times parsed, de-duplicated,
+oldest first) where they are read: :class:`TraceRows`, extraction's input.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from trace_scorer.extract.rows import Observation, dedupe_observations, sort_observations
 from trace_scorer.langfuse.ids import score_id
 from trace_scorer.langfuse.server import ScorePosting
 
@@ -103,10 +105,21 @@ class TraceRoot:
 
 @dataclass(frozen=True, slots=True)
 class TraceRows:
-    """All observation rows of one trace, de-duplicated, oldest first. Empty: trace not found."""
+    """All observations of one trace as records, de-duplicated, oldest first. Empty: trace not found."""
 
     trace_id: str
-    rows: list[Row]
+    observations: list[Observation]
+
+    @classmethod
+    def read(cls, trace_id: str, observations: list[Observation]) -> TraceRows:
+        """A trace's records as read (duplicates of an observation among them): the newest of each,
+        oldest first."""
+        return cls(trace_id, sort_observations(dedupe_observations(observations)))
+
+    @property
+    def rows(self) -> list[Mapping[str, Any]]:
+        """The rows as Langfuse sent them (the records' own)."""
+        return [o.row for o in self.observations]
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.sample import Sample
 from trace_scorer.state import StateError, StateStore
 from trace_scorer.worker.scores import scores_to_post
-from trace_scorer.worker.tick import TickReport
+from trace_scorer.worker.tick import Tick, TickReport
 
 log = structlog.get_logger(__name__)
 
@@ -62,8 +62,9 @@ class WorkItem:
     #: The trace's start time: part of Langfuse's upsert key, so it must never change between runs.
     timestamp: datetime
     environment: str | None = None
-    #: What a retry needs to fetch the trace again (the root row, as JSON).
-    payload: str | None = None
+    #: What a retry needs to fetch the trace again (e.g. the root row, as JSON): encoded only for a trace
+    #: that failed (most never do), so a callable.
+    payload: Callable[[], str] | None = None
     #: What the scores are attached to; None: the sample's trace (and ``observation_id``).
     scored: ScoreSubject | None = None
     #: The ledger entries recorded once its scores settled; None: its trace (a session: each of its traces).
@@ -203,8 +204,7 @@ class BatchScorer:
     async def run(
         self,
         items: Iterable[WorkItem] | AsyncGenerator[WorkItem, None],
-        report: TickReport,
-        now: datetime,
+        tick: Tick,
         *,
         on_settled: Callable[[Sequence[SampleResult]], None] | None = None,
     ) -> None:
@@ -237,7 +237,7 @@ class BatchScorer:
             try:
                 while True:
                     if chunk and not await self._arrives(coming, held_since):
-                        await self._deliver(chunk, posts, report, now, on_settled)
+                        await self._deliver(chunk, posts, tick, on_settled)
                         chunk, posts = [], []
                         continue
                     result = await coming.take()
@@ -253,7 +253,7 @@ class BatchScorer:
                     del partial[item.trace_id]
                     unit = [score for _, _, trace_scores in parts for score in trace_scores]
                     if chunk and len(posts) + len(unit) > limit:
-                        await self._deliver(chunk, posts, report, now, on_settled)
+                        await self._deliver(chunk, posts, tick, on_settled)
                         chunk, posts = [], []
                     if not chunk:
                         held_since = self.clock()
@@ -262,7 +262,7 @@ class BatchScorer:
             finally:
                 await coming.cancel()
         if chunk:
-            await self._deliver(chunk, posts, report, now, on_settled)
+            await self._deliver(chunk, posts, tick, on_settled)
 
     async def _arrives(self, coming: _Next, held_since: float) -> bool:
         """Whether the next result (or the stream's end) comes before the chunk in hand must go out: within
@@ -284,11 +284,11 @@ class BatchScorer:
         self,
         chunk: Sequence[tuple[WorkItem, SampleResult]],
         posts: Sequence[ScoreToPost],
-        report: TickReport,
-        now: datetime,
+        tick: Tick,
         on_settled: Callable[[Sequence[SampleResult]], None] | None,
     ) -> None:
         """Post one chunk's scores and record the traces whose scores all have a final answer."""
+        report = tick.report
         self.record_unrecorded()
         delivery = await self.client.post_scores(posts) if posts else DeliveryReport()
         self.progress()
@@ -332,8 +332,8 @@ class BatchScorer:
 
         def record() -> None:  # one transaction; run again whole if the state refused it
             for item, failures in failed.values():
-                self._record_failure(item, failures, report, now)
-            self.state.record_scored(self.target.name, recorded, self.plan.config_hash, now)
+                self._record_failure(item, failures, tick)
+            self.state.record_scored(self.target.name, recorded, self.plan.config_hash, tick.now)
             if on_settled is not None and settled:
                 on_settled(settled)
 
@@ -345,15 +345,16 @@ class BatchScorer:
         if not delivery.complete:
             raise LangfuseUnavailable(unsettled_reason(delivery))
 
-    def _record_failure(self, item: WorkItem, failures: dict[str, str], report: TickReport, now: datetime) -> None:
+    def _record_failure(self, item: WorkItem, failures: dict[str, str], tick: Tick) -> None:
         previous = self.state.failure(self.target.name, item.trace_id)
         tries = (previous.tries if previous else 0) + 1
         give_up = tries >= self.target.max_tries
-        next_try = None if give_up else now + timedelta(seconds=self.target.retry_after * 2 ** (tries - 1))
+        next_try = None if give_up else tick.now + timedelta(seconds=self.target.retry_after * 2 ** (tries - 1))
         error = "; ".join(f"{name}: {reason}" for name, reason in sorted(failures.items()))
-        self.state.record_failure(self.target.name, item.trace_id, error, next_try, item.payload)
+        payload = item.payload() if item.payload is not None else None
+        self.state.record_failure(self.target.name, item.trace_id, error, next_try, payload)
         if give_up:
-            report.gave_up += 1
+            tick.report.gave_up += 1
             log.error("trace_given_up", target=self.target.name, trace_id=item.trace_id, tries=tries, error=error)
         else:
             log.warning(

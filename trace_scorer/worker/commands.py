@@ -117,7 +117,7 @@ async def _backfill(
             for window in parts:
                 if stop.is_set():
                     break
-                await source.score_window(window, now, total, stop)
+                await source.score_window(window, source.start_tick(now, stop, total))
                 progress.covered(window.end - window.start)
     elif isinstance(source, DatasetRunSource):
         report = await source.tick(now, stop, since=start)

@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 import structlog
 
@@ -31,28 +30,9 @@ from trace_scorer.state import RunState, StoredResult
 from trace_scorer.worker.batch import LangfuseUnavailable, WorkItem, unsettled_reason
 from trace_scorer.worker.scores import decode_outcomes, encode_outcomes, scores_to_post
 from trace_scorer.worker.source import SourceBase
-from trace_scorer.worker.tick import TickReport
+from trace_scorer.worker.tick import Tick, TickReport
 
 log = structlog.get_logger(__name__)
-
-
-def item_document(item: ExperimentItem) -> dict[str, Any]:
-    """The experiment item as extraction reads it (the experiment-items API's camelCase names)."""
-    return {
-        "id": item.observation_id,
-        "traceId": item.trace_id,
-        "startTime": item.start_time.isoformat(),
-        "environment": item.environment,
-        "experimentId": item.experiment_id,
-        "experimentName": item.experiment_name,
-        "experimentItemId": item.dataset_item_id,
-        "experimentDatasetId": item.dataset_id,
-        "input": item.input,
-        "output": item.output,
-        "expectedOutput": item.expected_output,
-        "metadata": dict(item.metadata),
-        "experimentItemMetadata": dict(item.item_metadata),
-    }
 
 
 class DatasetRunSource(SourceBase):
@@ -77,8 +57,8 @@ class DatasetRunSource(SourceBase):
         return self._datasets
 
     async def tick(self, now: datetime, stop: asyncio.Event, since: datetime | None = None) -> TickReport:
-        now = self.present(now)
-        report = TickReport(self.target.name)
+        tick = self.start_tick(self.present(now), stop)
+        now, report = tick.now, tick.report
         self.scorer.record_unrecorded()  # what was posted but not recorded first: its traces are done
         since = since or now - timedelta(seconds=self.target.effective_lookback)
         report.window = f"experiments since {since.isoformat()}"
@@ -96,9 +76,9 @@ class DatasetRunSource(SourceBase):
             if self._unchanged(experiment) and not retry_due:
                 report.skipped["run unchanged"] += 1
                 continue
-            await self._score_items(experiment, since, now, report, stop)
+            await self._score_items(experiment, since, tick)
         if not stop.is_set():
-            await self._post_groups(experiments, now, report)
+            await self._post_groups(experiments, tick)
         return report
 
     def _totals(self, experiment: Experiment) -> int | None:
@@ -115,13 +95,12 @@ class DatasetRunSource(SourceBase):
         total = self._totals(experiment)
         return total is not None and self._read_counts.get(experiment.id) == total
 
-    async def _score_items(
-        self, experiment: Experiment, since: datetime, now: datetime, report: TickReport, stop: asyncio.Event
-    ) -> None:
+    async def _score_items(self, experiment: Experiment, since: datetime, tick: Tick) -> None:
+        now, config_hash = tick.now, tick.plan.config_hash
         items = [i async for i in self.client.reads.list_experiment_items(experiment, since)]
         self.scorer.progress()
-        report.seen += len(items)
-        self.scorer.telemetry.traces_seen(self.target.name, len(items))
+        tick.report.seen += len(items)
+        tick.telemetry.traces_seen(self.target.name, len(items))
         # The quiet period runs from the last change the worker saw: v3 totals, v4 items in the window.
         total = self._totals(experiment)
         self.state.see_run(self.target.name, experiment.id, len(items) if total is None else total, now)
@@ -129,16 +108,14 @@ class DatasetRunSource(SourceBase):
         failed = self.state.failed_subjects(self.target.name, [i.trace_id for i in items])
         due = {f.subject for f in self.state.due_failures(self.target.name, now, limit=100_000)}
         todo = [
-            i
-            for i in items
-            if known.get(i.trace_id) != self.scorer.plan.config_hash and (i.trace_id not in failed or i.trace_id in due)
+            i for i in items if known.get(i.trace_id) != config_hash and (i.trace_id not in failed or i.trace_id in due)
         ]
-        if already := sum(1 for i in items if known.get(i.trace_id) == self.scorer.plan.config_hash):
-            report.skipped["already scored"] += already
+        if already := sum(1 for i in items if known.get(i.trace_id) == config_hash):
+            tick.report.skipped["already scored"] += already
         for start in range(0, len(todo), self.batch_size):
-            if stop.is_set():
+            if tick.stop.is_set():
                 return
-            await self._score_batch(experiment, todo[start : start + self.batch_size], now, report)
+            await self._score_batch(experiment, todo[start : start + self.batch_size], tick)
         if total is not None:
             self._read_counts[experiment.id] = total  # every item read was handled: skip until it changes
 
@@ -159,17 +136,15 @@ class DatasetRunSource(SourceBase):
             row={},
         )
 
-    async def _score_batch(
-        self, experiment: Experiment, items: Sequence[ExperimentItem], now: datetime, report: TickReport
-    ) -> None:
+    async def _score_batch(self, experiment: Experiment, items: Sequence[ExperimentItem], tick: Tick) -> None:
         traces = {t.trace_id: t async for t in self.client.reads.fetch_traces([self._root(i) for i in items])}
-        rows = {trace_id: trace.rows for trace_id, trace in traces.items()}
+        rows = {trace_id: trace.observations for trace_id, trace in traces.items()}
         self.scorer.progress()
         work = []
         for item in items:
             sample = extract_sample(
                 rows.get(item.trace_id, []),
-                item=item_document(item),
+                item=item,
                 references=self.target.references,
                 trace_id=item.trace_id,
             )
@@ -191,7 +166,7 @@ class DatasetRunSource(SourceBase):
             ]
             self.state.save_results(self.target.name, experiment.id, stored)
 
-        await self.scorer.run(work, report, now, on_settled=save)
+        await self.scorer.run(work, tick, on_settled=save)
 
     # -- run level -------------------------------------------------------------------------------
 
@@ -202,7 +177,8 @@ class DatasetRunSource(SourceBase):
             groups.setdefault(key, []).append(experiment)
         return groups
 
-    async def _post_groups(self, experiments: Sequence[Experiment], now: datetime, report: TickReport) -> None:
+    async def _post_groups(self, experiments: Sequence[Experiment], tick: Tick) -> None:
+        now = tick.now
         quiet = timedelta(seconds=self.target.quiet_period)
         for key, members in self._groups(experiments).items():
             runs = {}
@@ -212,7 +188,7 @@ class DatasetRunSource(SourceBase):
                     break  # a run of the group is still receiving items
                 runs[experiment.id] = run
             else:
-                await self._post_group(key, members, runs, report)
+                await self._post_group(key, members, runs, tick)
 
     def _run_scores_possible(self) -> bool:
         """False on servers that cannot store scores on a dataset run (2.x: no ``datasetRunId``)."""
@@ -230,11 +206,9 @@ class DatasetRunSource(SourceBase):
             "a traceId): run-level means, group metrics and KPIs are not posted; per-item scores are",
         )
 
-    async def _post_group(
-        self, key: str, members: Sequence[Experiment], runs: dict[str, RunState], report: TickReport
-    ) -> None:
+    async def _post_group(self, key: str, members: Sequence[Experiment], runs: dict[str, RunState], tick: Tick) -> None:
         counts = sorted((run_id, run.item_count) for run_id, run in runs.items())
-        signature = hashlib.sha256(json.dumps([self.scorer.plan.config_hash, counts]).encode()).hexdigest()[:16]
+        signature = hashlib.sha256(json.dumps([tick.plan.config_hash, counts]).encode()).hexdigest()[:16]
         if all(run.posted_hash == signature for run in runs.values()):
             return  # posted already for these items and this configuration
         if not self._run_scores_possible():
@@ -254,21 +228,21 @@ class DatasetRunSource(SourceBase):
         posts = []
         for experiment in members:
             posts += scores_to_post(
-                self.scorer.plan, group.outcomes, ScoreSubject.run(experiment.id), runs[experiment.id].first_seen
+                tick.plan, group.outcomes, ScoreSubject.run(experiment.id), runs[experiment.id].first_seen
             )
         # compare_to: each run against its baseline, as delta_<name> scores in the same post (docs/compare.md)
-        plan, datasets = self.scorer.plan, await self.datasets()
+        plan, datasets = tick.plan, await self.datasets()
         posts += await comparison_scores(self.target, plan, self.client, self.state, datasets, members, runs)
         accepted = rejected = 0
         if posts:
             delivery = await self.client.post_scores(posts)
-            self.scorer.count_delivery(delivery, report)
+            self.scorer.count_delivery(delivery, tick.report)
             if not delivery.complete:
                 raise LangfuseUnavailable(f"run-level scores of {key}: {unsettled_reason(delivery)}")
             accepted, rejected = len(delivery.accepted), len(delivery.rejected)
         for experiment in members:
             self.state.set_run_posted(self.target.name, experiment.id, signature)
-        report.runs_posted += len(members)
+        tick.report.runs_posted += len(members)
         log.info(
             "run_scored",
             target=self.target.name,

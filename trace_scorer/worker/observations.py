@@ -17,16 +17,18 @@ observation's sample holds its descendants. The filter is always checked again h
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract.observations import observation_samples
-from trace_scorer.langfuse import Row, TraceRoot
+from trace_scorer.extract.rows import Observation
+from trace_scorer.langfuse import TraceRoot
 from trace_scorer.langfuse.observation_filter import ObservationFilter
 from trace_scorer.worker.batch import WorkItem
-from trace_scorer.worker.traces import TraceSource
+from trace_scorer.worker.traces import TraceSource, retry_payload
 
 
 def observation_filter(target: TargetSettings) -> ObservationFilter:
@@ -47,15 +49,15 @@ class ObservationSource(TraceSource):
         """What the server may filter the trace reads on (nothing when a sample needs whole subtrees)."""
         return self.observations.v4_conditions() if self.observations.leaves_only else ()
 
-    def work_items(self, rows: Sequence[Row], root: TraceRoot) -> list[WorkItem]:
+    def work_items(self, observations: Sequence[Observation], root: TraceRoot) -> list[WorkItem]:
         samples = observation_samples(
-            rows,
+            observations,
             self.observations.matches,
             trace_id=root.trace_id,
             references=self.target.references,
             trace_row=root.row,
         )
-        payload = self.retry_payload(root)
+        payload = functools.partial(retry_payload, root)
         return [
             WorkItem(
                 sample,

@@ -27,6 +27,7 @@ score moved to a new last trace would leave the old one behind (Langfuse keeps a
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, replace
@@ -36,10 +37,11 @@ import structlog
 
 from trace_scorer.config.settings import Settings
 from trace_scorer.extract import extract_session
-from trace_scorer.langfuse import Row, ScoreSubject, TimeWindow, TraceRoot, trace_root_from_row
+from trace_scorer.extract.rows import Observation
+from trace_scorer.langfuse import ScoreSubject, TimeWindow, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.trace_scan import OversizedTrace, over_cap
 from trace_scorer.worker.batch import WorkItem
-from trace_scorer.worker.tick import TickReport
+from trace_scorer.worker.tick import Tick, TickReport
 from trace_scorer.worker.traces import FIELD_TOO_LARGE, TraceSource, sampled, too_large_field
 
 log = structlog.get_logger(__name__)
@@ -56,6 +58,12 @@ class Session:
 
     session_id: str
     roots: list[TraceRoot]
+
+
+def _retry_payload(session: Session) -> str:
+    """What a retry needs to read the session again: its id and its traces' root rows, as JSON (made only
+    for a failed session)."""
+    return json.dumps({"session_id": session.session_id, "roots": [r.row for r in session.roots]}, default=str)
 
 
 def last_activity(roots: Sequence[TraceRoot]) -> datetime:
@@ -80,44 +88,37 @@ class SessionSource(TraceSource):
         self.max_rows_per_session = settings.langfuse.max_rows_per_session
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
-        now = self.present(now)
-        report = TickReport(self.target.name, unit="session")
+        tick = self.start_tick(self.present(now), stop)
+        report = tick.report
         self.scorer.record_unrecorded()
-        await self.retry_sessions(now, report, stop)
-        window = self.next_window(now, report)
+        await self.retry_sessions(tick)
+        window = self.next_window(tick.now, report)
         if window is None:
             return report
-        hold = await self.score_window(window, now, report, stop)
+        hold = await self.score_window(window, tick)
         if hold is not None and hold > window.start:
             self.state.set_watermark(self.target.name, hold)
         return report
 
     async def score_window(
-        self,
-        window: TimeWindow,
-        now: datetime,
-        report: TickReport,
-        stop: asyncio.Event,
-        *,
-        reread: timedelta = timedelta(0),
+        self, window: TimeWindow, tick: Tick, *, reread: timedelta = timedelta(0)
     ) -> datetime | None:
         """Score the sessions ready among those with a trace in ``window`` (and in the re-read before it,
         always the source's own: ``reread`` is the traces source's); return how far the watermark may
         move (None: stopped early). ``backfill`` calls it window by window."""
-        todo, hold = await self.plan_sessions(window, now, report)
-        self.scorer.telemetry.backlog(self.target.name, len(todo))
+        todo, hold = await self.plan_sessions(window, tick)
+        tick.telemetry.backlog(self.target.name, len(todo))
         for start in range(0, len(todo), self.batch_size):
-            if stop.is_set():
+            if tick.stop.is_set():
                 return None
-            await self.score_sessions(todo[start : start + self.batch_size], now, report)
+            await self.score_sessions(todo[start : start + self.batch_size], tick)
         return hold
 
-    async def plan_sessions(
-        self, window: TimeWindow, now: datetime, report: TickReport
-    ) -> tuple[list[Session], datetime]:
+    async def plan_sessions(self, window: TimeWindow, tick: Tick) -> tuple[list[Session], datetime]:
         """The sessions to score now, and how far the watermark may move once they have settled."""
+        now, report = tick.now, tick.report
         reread = self.reread()
-        config_hash = self.scorer.plan.config_hash
+        config_hash = tick.plan.config_hash
 
         def done_behind(roots: Sequence[TraceRoot]) -> set[str]:
             behind = [r.trace_id for r in roots if r.start_time < window.start]
@@ -136,7 +137,7 @@ class SessionSource(TraceSource):
         lone: list[str] = []
         for root in listing.roots:
             report.seen += 1
-            self.scorer.telemetry.traces_seen(self.target.name)
+            tick.telemetry.traces_seen(self.target.name)
             if not root.session_id:
                 lone.append(root.trace_id)
             elif not sampled(root.session_id, self.target.sample_rate):
@@ -185,9 +186,9 @@ class SessionSource(TraceSource):
         roots.update({r.trace_id: r for r in found.roots})
         return sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id))
 
-    async def score_sessions(self, sessions: Sequence[Session], now: datetime, report: TickReport) -> None:
+    async def score_sessions(self, sessions: Sequence[Session], tick: Tick) -> None:
         """Fetch, score, post and record these sessions (one batch)."""
-        await self.scorer.run(self._session_items(sessions, now, report), report, now)
+        await self.scorer.run(self._session_items(sessions, tick), tick)
 
     def subject(self, session: Session) -> ScoreSubject:
         """The session itself where the server takes session scores, else its first trace (2.x)."""
@@ -195,13 +196,11 @@ class SessionSource(TraceSource):
             return ScoreSubject.session(session.session_id)
         return ScoreSubject.session(session.session_id, on_trace=session.roots[0].trace_id)
 
-    async def _session_items(
-        self, sessions: Sequence[Session], now: datetime, report: TickReport
-    ) -> AsyncGenerator[WorkItem, None]:
+    async def _session_items(self, sessions: Sequence[Session], tick: Tick) -> AsyncGenerator[WorkItem, None]:
         """Each session as one sample once all of its traces are read; a session with a trace over a
         cap is recorded as done without scores (its reason), as such a trace is by the traces source."""
         of_trace = {r.trace_id: s.session_id for s in sessions for r in s.roots}
-        rows: dict[str, dict[str, list[Row]]] = {s.session_id: {} for s in sessions}
+        rows: dict[str, dict[str, list[Observation]]] = {s.session_id: {} for s in sessions}
         held = dict.fromkeys(rows, 0)  # rows held per session: capped at max_rows_per_session
         skipped: dict[str, str] = {}
         pending = {s.session_id: {r.trace_id for r in s.roots} for s in sessions}
@@ -217,21 +216,21 @@ class SessionSource(TraceSource):
                 pass  # its rows are not held: the session will not be scored
             elif isinstance(trace, OversizedTrace):
                 skipped[session_id] = trace.reason
-            elif (field := too_large_field(trace.rows, self.max_field_chars)) is not None:
+            elif (field := too_large_field(trace.observations, self.max_field_chars)) is not None:
                 log.warning("session_trace_skipped", target=self.target.name, trace_id=trace.trace_id, field=field)
                 skipped[session_id] = FIELD_TOO_LARGE
-            elif over_cap(held[session_id] + len(trace.rows), self.max_rows_per_session):
+            elif over_cap(held[session_id] + len(trace.observations), self.max_rows_per_session):
                 log.warning(
                     "session_too_large",
                     target=self.target.name,
                     session_id=session_id,
-                    rows_read=held[session_id] + len(trace.rows),
+                    rows_read=held[session_id] + len(trace.observations),
                     limit=self.max_rows_per_session,
                 )
                 skipped[session_id] = SESSION_TOO_LARGE
             else:
-                rows[session_id][trace.trace_id] = trace.rows
-                held[session_id] += len(trace.rows)
+                rows[session_id][trace.trace_id] = trace.observations
+                held[session_id] += len(trace.observations)
             if session_id in skipped:
                 rows[session_id].clear()  # what was held of it is let go at once
             if pending[session_id]:
@@ -241,8 +240,8 @@ class SessionSource(TraceSource):
             if session_id in skipped:
                 reason = skipped[session_id]
                 log.warning("session_skipped", target=self.target.name, session_id=session_id, reason=reason)
-                report.unit_skipped[reason] += 1
-                self.state.record_scored(self.target.name, ledger, self.scorer.plan.config_hash, now, reason=reason)
+                tick.report.unit_skipped[reason] += 1
+                self.state.record_scored(self.target.name, ledger, tick.plan.config_hash, tick.now, reason=reason)
                 continue
             ordered = [row for r in session.roots for row in rows[session_id].get(r.trace_id, [])]
             sample = extract_session(ordered, session_id=session_id, references=self.target.references)
@@ -251,13 +250,14 @@ class SessionSource(TraceSource):
                 sample,
                 first.start_time,
                 first.environment,
-                json.dumps({"session_id": session_id, "roots": [r.row for r in session.roots]}, default=str),
+                functools.partial(_retry_payload, session),
                 scored=self.subject(session),
                 ledger=ledger,
             )
 
-    async def retry_sessions(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
+    async def retry_sessions(self, tick: Tick) -> None:
         """Score again the failed sessions whose next try has come (their traces read again)."""
+        now = tick.now
         sessions = []
         for failure in self.state.due_failures(self.target.name, now, limit=self.batch_size):
             try:
@@ -267,6 +267,6 @@ class SessionSource(TraceSource):
             except (TypeError, ValueError, KeyError) as exc:
                 log.error("retry_unreadable", target=self.target.name, session_id=failure.subject, error=str(exc))
                 self.state.record_failure(self.target.name, failure.subject, f"cannot retry: {exc}", None)
-        if sessions and not stop.is_set():
+        if sessions and not tick.stop.is_set():
             log.info("retrying_failed_sessions", target=self.target.name, sessions=len(sessions))
-            await self.score_sessions(sessions, now, report)
+            await self.score_sessions(sessions, tick)

@@ -1,11 +1,15 @@
-"""What one tick of a target did: logged as one ``tick`` event, exported as metrics."""
+"""One tick of a target: its context (:class:`Tick`), and what it did (:class:`TickReport`: logged as one
+``tick`` event, exported as metrics)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from trace_scorer.ops.telemetry import Telemetry, Unit
+from trace_scorer.plan import TargetPlan
 
 
 @dataclass
@@ -67,3 +71,18 @@ class TickReport:
             "runs_posted": self.runs_posted,
             **extra,
         }
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One tick of a target: made once where the tick starts and passed down whole, so the functions it
+    calls take one argument instead of ``now``, the report, the stop signal, the plan and the telemetry
+    one by one (and no source reaches through its scorer for them)."""
+
+    #: The time the tick goes by (the server's, when the local clock is off it).
+    now: datetime
+    report: TickReport
+    #: Set when the worker stops: no new batch is started.
+    stop: asyncio.Event
+    plan: TargetPlan
+    telemetry: Telemetry

@@ -29,6 +29,7 @@ stopped or failed moves neither time.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from collections.abc import AsyncGenerator, Iterable, Sequence
@@ -41,12 +42,13 @@ import structlog
 from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
-from trace_scorer.langfuse import Row, TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.extract.rows import Observation
+from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.source import SourceBase
-from trace_scorer.worker.tick import TickReport
+from trace_scorer.worker.tick import Tick, TickReport
 
 log = structlog.get_logger(__name__)
 
@@ -93,18 +95,24 @@ NOTHING_MATCHED = "no matching observation"
 LOGGED_FIELDS = ("input", "output")
 
 
-def too_large_field(rows: Sequence[Row], limit: int) -> str | None:
+def too_large_field(observations: Sequence[Observation], limit: int) -> str | None:
     """``"<observation id>.<field>"`` of the first text field longer than ``limit`` (0: no limit), else None.
     v4 rows carry input and output as raw strings; a parsed value (legacy rows) is bounded by the answer's
     own cap and not measured (measuring it would mean encoding every row again)."""
     if limit <= 0:
         return None
-    for row in rows:
+    for observation in observations:
+        row = observation.row
         for name in LOGGED_FIELDS:
             value = row.get(name)
             if isinstance(value, str) and len(value) > limit:
                 return f"{row.get('id')}.{name}"
     return None
+
+
+def retry_payload(root: TraceRoot) -> str:
+    """What a retry needs to read the trace again: its root row, as JSON (made only for a failed trace)."""
+    return json.dumps(root.row, default=str)
 
 
 def _first_error(tasks: Iterable[asyncio.Task[None]]) -> BaseException | None:
@@ -147,10 +155,10 @@ class TraceSource(SourceBase):
         self.late_seen = 0.0
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
-        now = self.present(now)
-        report = TickReport(self.target.name, unit=self.target.scope)
+        tick = self.start_tick(self.present(now), stop)
+        now, report = tick.now, tick.report
         self.scorer.record_unrecorded()  # what was posted but not recorded first: its traces are done
-        await self.retry_failures(now, report, stop)
+        await self.retry_failures(tick)
         window = self.next_window(now, report)
         if window is None:
             return report
@@ -159,10 +167,10 @@ class TraceSource(SourceBase):
             self.listed_at = self.swept_at = None  # the watermark was moved back: list the window whole again
         ended_since, sweep = self.ended_since(now) if fresh else (None, False)
         plan = await self.plan_window(
-            window, now, report, reread=self.reread(), ended_since=ended_since, upto=now if fresh else None
+            window, tick, reread=self.reread(), ended_since=ended_since, upto=now if fresh else None
         )
         self._learn_lateness(plan.todo)
-        if not await self._score_batches(plan.todo, now, report, stop):
+        if not await self._score_batches(plan.todo, tick):
             return report
         if plan.hold > window.start:
             self.state.set_watermark(self.target.name, plan.hold)
@@ -230,26 +238,19 @@ class TraceSource(SourceBase):
         return timedelta(0)
 
     async def score_window(
-        self,
-        window: TimeWindow,
-        now: datetime,
-        report: TickReport,
-        stop: asyncio.Event,
-        *,
-        reread: timedelta = timedelta(0),
+        self, window: TimeWindow, tick: Tick, *, reread: timedelta = timedelta(0)
     ) -> datetime | None:
         """Score what is ready in ``window`` (and in ``reread`` before it: traces that ended since they
         were last read); return how far the watermark may move (None: stopped early)."""
-        plan = await self.plan_window(window, now, report, reread=reread)
-        if not await self._score_batches(plan.todo, now, report, stop):
+        plan = await self.plan_window(window, tick, reread=reread)
+        if not await self._score_batches(plan.todo, tick):
             return None
         return plan.hold
 
     async def plan_window(
         self,
         window: TimeWindow,
-        now: datetime,
-        report: TickReport,
+        tick: Tick,
         *,
         reread: timedelta = timedelta(0),
         ended_since: datetime | None = None,
@@ -259,20 +260,18 @@ class TraceSource(SourceBase):
         left to the retry path, and how far the watermark may move once they have settled. ``upto``: list
         roots starting until then (v4: now), not only until the window's end; ``ended_since``: only roots
         that ended then or later."""
-        ready, hold, complete = await self._ready_roots(window, now, report, reread, ended_since, upto)
+        ready, hold, complete = await self._ready_roots(window, tick, reread, ended_since, upto)
         known = self.state.scored_hashes(self.target.name, [r.trace_id for r in ready])
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
-        config_hash = self.scorer.plan.config_hash
+        config_hash = tick.plan.config_hash
         todo = [r for r in ready if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
         # Traces read again behind the window are expected to be known: not worth a skip count.
         if already := sum(1 for r in ready if known.get(r.trace_id) == config_hash and r.start_time >= window.start):
-            report.skipped["already scored"] += already
-        self.scorer.telemetry.backlog(self.target.name, len(todo))
+            tick.report.skipped["already scored"] += already
+        tick.telemetry.backlog(self.target.name, len(todo))
         return WindowPlan(window, todo, hold, complete)
 
-    async def _score_batches(
-        self, todo: Sequence[TraceRoot], now: datetime, report: TickReport, stop: asyncio.Event
-    ) -> bool:
+    async def _score_batches(self, todo: Sequence[TraceRoot], tick: Tick) -> bool:
         """Score ``todo`` batch by batch, :data:`BATCHES_IN_FLIGHT` at a time. False: stopped before the end.
 
         A batch that fails (Langfuse unavailable) starts no further batch; those in flight finish (their
@@ -282,10 +281,10 @@ class TraceSource(SourceBase):
         stopped = False
         try:
             for batch in chunks(todo, self.batch_size):
-                if stop.is_set():
+                if tick.stop.is_set():
                     stopped = True
                     break
-                running.add(asyncio.create_task(self.score_roots(batch, now, report)))
+                running.add(asyncio.create_task(self.score_roots(batch, tick)))
                 if len(running) >= BATCHES_IN_FLIGHT:
                     done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     error = _first_error(done)
@@ -305,8 +304,7 @@ class TraceSource(SourceBase):
     async def _ready_roots(
         self,
         window: TimeWindow,
-        now: datetime,
-        report: TickReport,
+        tick: Tick,
         reread: timedelta,
         ended_since: datetime | None = None,
         upto: datetime | None = None,
@@ -315,6 +313,7 @@ class TraceSource(SourceBase):
         watermark may move — a root not finished yet must be read again, so the watermark stays within
         ``reread`` of its start (at its start when nothing is read again) —, and whether the listing was
         complete (not cut by ``max_window_traces``)."""
+        now, report = tick.now, tick.report
         quiet_since = now - timedelta(seconds=self.target.quiet_period)
         give_up_waiting = now - timedelta(seconds=self.target.unfinished_after)
         ready: dict[str, TraceRoot] = {}
@@ -335,7 +334,7 @@ class TraceSource(SourceBase):
             if not behind:
                 return set()
             scored = self.state.scored_hashes(self.target.name, behind)
-            done = {t for t, h in scored.items() if h == self.scorer.plan.config_hash}
+            done = {t for t, h in scored.items() if h == tick.plan.config_hash}
             return done | set(self.state.failed_subjects(self.target.name, behind))
 
         # Each page read is progress (the transport reports it to the tick's listener), even one with no root.
@@ -351,7 +350,7 @@ class TraceSource(SourceBase):
             if root.trace_id in ready:
                 continue
             report.seen += 1
-            self.scorer.telemetry.traces_seen(self.target.name)
+            tick.telemetry.traces_seen(self.target.name)
             if not sampled(root.trace_id, self.target.sample_rate):
                 report.skipped["sampled out"] += 1
                 continue
@@ -363,15 +362,13 @@ class TraceSource(SourceBase):
             ready[root.trace_id] = root
         return list(ready.values()), hold, complete
 
-    async def score_roots(self, roots: Sequence[TraceRoot], now: datetime, report: TickReport) -> None:
+    async def score_roots(self, roots: Sequence[TraceRoot], tick: Tick) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
         read, while the rest of the batch is still being read. Each page read counts as progress (the
         transport reports it): a scan may read many pages before it hands on a trace."""
-        await self.scorer.run(self._work_items(roots, now, report), report, now)
+        await self.scorer.run(self._work_items(roots, tick), tick)
 
-    async def _work_items(
-        self, roots: Sequence[TraceRoot], now: datetime, report: TickReport
-    ) -> AsyncGenerator[WorkItem, None]:
+    async def _work_items(self, roots: Sequence[TraceRoot], tick: Tick) -> AsyncGenerator[WorkItem, None]:
         """The batch's traces as samples, in the order they are read; once all are read, the ones with
         nothing to score (oversized, no observations) are recorded as done, so they are not read again."""
         by_id = {r.trace_id: r for r in roots}
@@ -402,9 +399,9 @@ class TraceSource(SourceBase):
                 oversized.setdefault(trace.reason, []).append(trace.trace_id)
                 handled.add(trace.trace_id)
                 continue
-            if not trace.rows:
+            if not trace.observations:
                 continue
-            if (field := too_large_field(trace.rows, self.max_field_chars)) is not None:
+            if (field := too_large_field(trace.observations, self.max_field_chars)) is not None:
                 log.warning(
                     "trace_skipped",
                     target=self.target.name,
@@ -417,42 +414,38 @@ class TraceSource(SourceBase):
                 handled.add(trace.trace_id)
                 continue
             handled.add(trace.trace_id)
-            items = self.work_items(trace.rows, root)
+            items = self.work_items(trace.observations, root)
             if not items:
                 oversized.setdefault(NOTHING_MATCHED, []).append(trace.trace_id)
             for item in items:
                 if root.end_time is None:
                     item.sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
                 yield item
+        config_hash = tick.plan.config_hash
         for reason, trace_ids in oversized.items():
-            report.skipped[reason] += len(trace_ids)
-            self.state.record_scored(self.target.name, trace_ids, self.scorer.plan.config_hash, now, reason=reason)
+            tick.report.skipped[reason] += len(trace_ids)
+            self.state.record_scored(self.target.name, trace_ids, config_hash, tick.now, reason=reason)
         missing = [trace_id for trace_id in by_id if trace_id not in handled]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
-            report.skipped["no observations"] += len(missing)
-            self.state.record_scored(self.target.name, missing, self.scorer.plan.config_hash, now)
+            tick.report.skipped["no observations"] += len(missing)
+            self.state.record_scored(self.target.name, missing, config_hash, tick.now)
 
     def row_conditions(self) -> Sequence[dict[str, Any]]:
         """v4 ``filter`` conditions narrowing a trace's rows to what its samples need: none, whole traces."""
         return ()
 
-    def work_items(self, rows: Sequence[Row], root: TraceRoot) -> list[WorkItem]:
+    def work_items(self, observations: Sequence[Observation], root: TraceRoot) -> list[WorkItem]:
         """What one read trace is scored as: one sample (the observation scope overrides this)."""
-        sample = extract_sample(rows, references=self.target.references, trace_id=root.trace_id)
-        return [WorkItem(sample, root.start_time, root.environment, self.retry_payload(root))]
+        sample = extract_sample(observations, references=self.target.references, trace_id=root.trace_id)
+        return [WorkItem(sample, root.start_time, root.environment, functools.partial(retry_payload, root))]
 
-    @staticmethod
-    def retry_payload(root: TraceRoot) -> str:
-        """What a retry needs to read the trace again: its root row, as JSON."""
-        return json.dumps(root.row, default=str)
-
-    async def retry_failures(self, now: datetime, report: TickReport, stop: asyncio.Event) -> None:
+    async def retry_failures(self, tick: Tick) -> None:
         """Score again the failed traces whose next try has come."""
-        roots = self.due_retries(now)
-        if roots and not stop.is_set():
+        roots = self.due_retries(tick.now)
+        if roots and not tick.stop.is_set():
             log.info("retrying_failed_traces", target=self.target.name, traces=len(roots))
-            await self.score_roots(roots, now, report)
+            await self.score_roots(roots, tick)
 
     def due_retries(self, now: datetime) -> list[TraceRoot]:
         """The roots of failed traces whose next try has come (one batch at most); a failure whose root

@@ -66,10 +66,10 @@ async def test_stop_lets_the_running_tick_finish_its_batch(
     original = scorer.run
     scoring = asyncio.Event()
 
-    async def slow_run(items: Any, report: Any, now: Any) -> Any:
+    async def slow_run(*args: Any, **kwargs: Any) -> Any:
         scoring.set()
         await asyncio.sleep(0.3)
-        return await original(items, report, now)
+        return await original(*args, **kwargs)
 
     monkeypatch.setattr(scorer, "run", slow_run)
     worker = Worker(context, clock=clock.now)

@@ -285,13 +285,13 @@ async def test_the_next_batch_is_read_and_scored_while_the_previous_one_finishes
     original = scorer.run
     active, peak, batches = 0, 0, 0
 
-    async def run(items: Any, report: Any, now: Any) -> Any:
+    async def run(items: Any, tick: Any) -> Any:
         nonlocal active, peak, batches
         active, batches = active + 1, batches + 1
         peak = max(peak, active)
         try:
             await asyncio.sleep(0.02)
-            return await original(items, report, now)
+            return await original(items, tick)
         finally:
             active -= 1
 
@@ -355,14 +355,14 @@ async def test_a_batch_that_cannot_be_delivered_starts_no_other_and_lets_the_one
     original = scorer.run
     started: list[list[str]] = []
 
-    async def run(items: Any, report: Any, now: Any) -> Any:
+    async def run(items: Any, tick: Any) -> Any:
         items = [item async for item in items]  # the batch's traces, read
         started.append([i.trace_id for i in items])
         if len(started) == 1:
             await asyncio.sleep(0.01)  # the second batch is in flight when the first one fails
             raise LangfuseUnavailable("2 scores undelivered: down")
         await asyncio.sleep(0.05)
-        return await original(items, report, now)
+        return await original(items, tick)
 
     monkeypatch.setattr(scorer, "run", run)
     with pytest.raises(LangfuseUnavailable):

@@ -8,8 +8,14 @@ import pytest
 
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.model import Notes
-from trace_scorer.extract.rows import dedupe_rows, parse_json_field, to_observation, trace_order
-from trace_scorer.langfuse.rows import dedupe
+from trace_scorer.extract.rows import (
+    Observation,
+    dedupe_observations,
+    dedupe_rows,
+    parse_json_field,
+    to_observation,
+    trace_order,
+)
 from trace_scorer.times import parse_time, parse_timestamp
 
 
@@ -151,4 +157,5 @@ def test_extraction_and_the_langfuse_adapter_keep_the_same_row(make_row):
         b = make_row("g", output="second", **({"updatedAt": second} if second else {}))
         a.setdefault("startTime", "2026-03-01T09:00:00Z")
         b.setdefault("startTime", "2026-03-01T09:00:00Z")
-        assert dedupe_rows([a, b], Notes())[0]["output"] == dedupe([a, b])[0]["output"], (first, second)
+        adapter = dedupe_observations([Observation.from_row(a), Observation.from_row(b)])
+        assert dedupe_rows([a, b], Notes())[0]["output"] == adapter[0].row["output"], (first, second)
