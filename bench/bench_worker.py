@@ -32,7 +32,7 @@ Langfuse stand-in sets; ``--skip memory`` leaves it out):
 
     PYTHONPATH=. python bench/bench_worker.py [--traces 2000] [--concurrency 32] [--batch-size 1000] [--hog]
         [--v3-traces 500] [--memory-traces 10000,100000] [--hobby-traces 300] [--hobby-scale 10]
-        [--skip v3,memory,peer,hobby] [--json results.json]
+        [--skip v3,memory,peer,hobby] [--json results.json] [--profile py-spy.txt]
 """
 
 from __future__ import annotations
