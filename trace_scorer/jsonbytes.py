@@ -2,9 +2,10 @@
 
 Every judge call encodes its request twice: the cache key (``judge/cache.py``) and the body sent
 (``judge/chat.py``). The standard library took ~30 µs for a 4 KB judge request, orjson ~2.5 µs, and
-orjson's compact UTF-8 output is byte for byte what the ``openai`` SDK's own encoder sends (``ensure_ascii``
-off, no spaces). What orjson refuses (integers past 64 bits, nesting deeper than 254, a non-string key
-in a key digest) falls back to the standard library, so no input that encoded before fails now.
+orjson's compact UTF-8 output is what the ``openai`` SDK's own encoder sends (``ensure_ascii`` off, no
+spaces), byte for byte but for a float exponent's spelling (``1e-7`` for ``1e-07``: the same number). What
+orjson refuses (integers past 64 bits, nesting deeper than 254) falls back to the standard library, so no
+input that encoded before fails now.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def compact(value: Any) -> bytes | None:
 
 
 def sorted_digest_input(value: Any) -> bytes:
-    """``value`` as UTF-8 JSON with sorted keys, anything else as ``str``: the stable input of a digest
-    (the same value always gives the same bytes within a process; not meant to be read back)."""
+    """``value`` as UTF-8 JSON with sorted keys (keys that are not strings as strings, values JSON has no
+    type for as orjson writes them or else as ``str``): the stable input of a digest, the same value giving
+    the same bytes; not meant to be read back."""
     try:
         return orjson.dumps(value, default=str, option=_SORTED)
     except (orjson.JSONEncodeError, TypeError):
