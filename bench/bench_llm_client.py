@@ -9,7 +9,9 @@ this process's CPU (user + system) divided by the requests:
 - ``httpx2``: the SDK's default client;
 - ``aiohttp``: the SDK's ``DefaultAioHttpClient`` with the typed ``chat.completions.create``;
 - ``aiohttp+post``: the providers' own client (``pooled_http_client``), the body through ``client.post`` and the
-  answer taken as parsed JSON (``cast_to=object``).
+  answer taken as parsed JSON (``cast_to=object``);
+- ``provider``: the judge's whole call, ``Provider.complete`` (judge/chat.py: the client above plus the
+  provider's slots, retry controller, request deadline and the answer read into a ``Completion``).
 
 Run: ``PYTHONPATH=. python bench/bench_llm_client.py [--requests 2000] [--concurrency 32] [--latency 0.3]``
 """
@@ -34,10 +36,12 @@ from standins.faults import FaultConfig
 from standins.handles import start_openai
 from standins.openai_server import OpenAIOptions
 from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.judge.chat import Provider
 from trace_scorer.judge.structured import response_format
+from trace_scorer.providers.retry import RetryPolicy
 from trace_scorer.providers.transport import pooled_http_client
 
-KINDS = ("httpx", "httpx2", "aiohttp", "aiohttp+post")
+KINDS = ("httpx", "httpx2", "aiohttp", "aiohttp+post", "provider")
 
 
 class Verdict(BaseModel):
@@ -65,6 +69,8 @@ def http_client(kind: str, url: str, concurrency: int) -> Any:
 
 async def cpu_per_request(kind: str, url: str, requests: int, concurrency: int) -> tuple[float, float]:
     """Milliseconds of this process's CPU a request, and the wall time, for ``requests`` of them."""
+    if kind == "provider":
+        return await _provider_cpu(url, requests, concurrency)
     http = http_client(kind, url, concurrency)
     client = openai.AsyncOpenAI(base_url=url, api_key="sk-bench", max_retries=0, http_client=http)
     fmt = response_format("json_schema", Verdict)
@@ -89,6 +95,24 @@ async def cpu_per_request(kind: str, url: str, requests: int, concurrency: int) 
     finally:
         await client.close()
         await http.aclose()
+
+
+async def _provider_cpu(url: str, requests: int, concurrency: int) -> tuple[float, float]:
+    """``cpu_per_request`` for the judge's ``Provider.complete``, its own slots bounding the requests in flight."""
+    settings = ProviderSettings(name="bench", base_url=url, max_concurrency=concurrency, chat_models=["judge-a"])
+    provider = Provider(settings, "sk-bench", RetryPolicy(), sleep=asyncio.sleep)
+
+    async def one() -> None:
+        completion = await provider.complete("judge-a", MESSAGES, schema=Verdict, temperature=0.0, max_tokens=500)
+        assert completion.text
+
+    try:
+        await asyncio.gather(*(one() for _ in range(2 * concurrency)))
+        cpu, wall = time.process_time(), time.monotonic()
+        await asyncio.gather(*(one() for _ in range(requests)))
+        return 1000.0 * (time.process_time() - cpu) / requests, time.monotonic() - wall
+    finally:
+        await provider.aclose()
 
 
 def main(argv: list[str] | None = None) -> int:

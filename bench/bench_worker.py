@@ -32,7 +32,7 @@ Langfuse stand-in sets; ``--skip memory`` leaves it out):
 
     PYTHONPATH=. python bench/bench_worker.py [--traces 2000] [--concurrency 32] [--batch-size 1000] [--hog]
         [--v3-traces 500] [--memory-traces 10000,100000] [--hobby-traces 300] [--hobby-scale 10]
-        [--skip v3,memory,peer,hobby] [--json results.json]
+        [--skip v3,memory,peer,hobby] [--json results.json] [--profile py-spy.txt]
 """
 
 from __future__ import annotations
@@ -557,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--skip", default="", help="comma-separated: v3, memory, peer, hobby")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy (raw, 200 Hz) of the throughput run's worker after start-up, to this file"
+    )
     parser.add_argument("--v4-version", default="4.16.0", help="the v4 server the stand-in plays (4.16.0, 4.60.0)")
     args = parser.parse_args(argv)
     global V4_VERSION
@@ -580,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout=1200,
             label="throughput-hog" if hog else "throughput",
             hog=hog,
+            profile=None if hog else args.profile,
         )
 
     note(f"throughput: {args.traces} traces on v4, 4 metrics, LLM {LLM_LATENCY * 1000:.0f} ms")

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
+from trace_scorer import jsonbytes
 from trace_scorer.providers.futures import FutureLRU
 
 T = TypeVar("T")
@@ -27,8 +27,7 @@ T = TypeVar("T")
 
 def request_key(**parts: Any) -> str:
     """A stable digest of everything that determines the answer (model, messages, schema, sampling…)."""
-    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return hashlib.sha256(jsonbytes.sorted_digest_input(parts)).hexdigest()
 
 
 class RequestCache(Generic[T]):

@@ -18,6 +18,7 @@ import openai
 import structlog
 from pydantic import BaseModel
 
+from trace_scorer import jsonbytes
 from trace_scorer.config.judge import ModelPrice, ProviderSettings, StructuredOutput
 from trace_scorer.judge.errors import ProviderCallError
 from trace_scorer.judge.structured import (
@@ -139,6 +140,7 @@ class Provider:
         self.limits = provider_limits(settings, sleep, clock)
         self._retry = retry
         self._http, self.client = open_client(settings, api_key, http_client)
+        self._chat_url = str(self.client.base_url.join("chat/completions"))
         self._modes: dict[str, StructuredOutput] = {}
 
     def price(self, model_id: str) -> ModelPrice | None:
@@ -215,8 +217,13 @@ class Provider:
             }
             body.update(request_fields(mode, name, schema if mode == "json_schema" else inline_refs(schema)))
             # ``cast_to=object``: the answer's JSON as parsed, read by _Answer (building the SDK's
-            # ChatCompletion model took ~15 % of the client's CPU a call for five fields).
-            return self.client.post("/chat/completions", body=body, cast_to=object)
+            # ChatCompletion model took ~15 % of the client's CPU a call for five fields). The body goes
+            # as the bytes the SDK would make of it, encoded by orjson (trace_scorer/jsonbytes.py), and to
+            # the absolute URL the SDK would join from its base URL (one URL parse less a call).
+            content = jsonbytes.compact(body)
+            if content is None:
+                return self.client.post(self._chat_url, body=body, cast_to=object)
+            return self.client.post(self._chat_url, content=content, cast_to=object)
 
         def refused(exc: BaseException) -> bool:
             return bool(modes) and STEP_DOWN[modes[-1]] is not None and rejects_mode(exc, modes[-1])

@@ -131,7 +131,10 @@ async def ask_panel(
 
 
 async def gather_votes(session: ModelSession, calls: Sequence[Awaitable[Answer[T]]]) -> list[Answer[T]]:
-    """Several asks of one model, all run to the end (so every token is counted); the first failure wins."""
+    """Several asks of one model, all run to the end (so every token is counted); the first failure wins.
+    One ask (no vote) runs in the caller's task, as a panel of one model does: no task and gather."""
+    if len(calls) == 1:
+        return [await calls[0]]
     results = await asyncio.gather(*calls, return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException):

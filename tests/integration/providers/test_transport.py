@@ -223,4 +223,4 @@ def test_bench_llm_client_runs_every_client() -> None:
     rows = [
         line.split("|")[1].strip() for line in completed.stdout.splitlines() if line.startswith("| ") and "ms" in line
     ]
-    assert rows == ["httpx", "httpx2", "aiohttp", "aiohttp+post"]
+    assert rows == ["httpx", "httpx2", "aiohttp", "aiohttp+post", "provider"]

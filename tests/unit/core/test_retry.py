@@ -133,6 +133,23 @@ async def test_run_retrying_retries_what_is_retryable_and_raises_the_last_failur
     assert controller.statistics["attempt_number"] == 3  # type: ignore[attr-defined]
 
 
+async def test_a_first_failure_is_handed_to_the_controller_not_sent_again() -> None:
+    """The first attempt runs before tenacity: a failure it does not retry is raised after one send, and
+    counts as the controller's attempt 1."""
+    heard: list[tuple[int, float]] = []
+    sent = 0
+
+    async def refused() -> str:
+        nonlocal sent
+        sent += 1
+        raise ValueError("not retryable")
+
+    controller = _controller(heard)
+    with pytest.raises(ValueError, match="not retryable"):
+        await run_retrying(controller, refused)  # type: ignore[arg-type]
+    assert sent == 1 and heard == [] and controller.statistics["attempt_number"] == 1  # type: ignore[attr-defined]
+
+
 async def test_each_wait_is_announced_as_progress_to_the_listener_of_the_task() -> None:
     """Liveness hears of a retry's wait before it starts (a judge's or Langfuse's: both retry here), so a
     long back-off is not taken for a stall; with no listener nothing is told."""
