@@ -190,7 +190,8 @@ def timed(command: list[str], stdout: Path, env: dict[str, str], pythonpath: Pat
     if pythonpath is not None:
         env = {**env, "PYTHONPATH": str(pythonpath)}
     with stdout.open("w") as out:
-        completed = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, env=env, check=False)
+        # cwd: the output's folder, never a checkout (python -m puts the cwd first on sys.path)
+        completed = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, env=env, check=False, cwd=stdout.parent)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode != 0:
