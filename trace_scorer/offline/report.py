@@ -57,18 +57,42 @@ def sample_notes(result: SampleResult) -> list[str]:
 
 
 def sample_json(result: SampleResult) -> dict[str, Any]:
-    out = {
+    """One sample's JSON object. One pass over the outcomes (this runs once per sample of a file: the
+    seven passes it replaced were a tenth of ``score --json``'s time after reading and scoring); the same
+    keys, in the same order, as :func:`group_json` and the helpers above give."""
+    scores: dict[str, float | None] = {}
+    kpis: dict[str, float | None] = {}
+    skipped: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    judged: dict[str, Any] = {}
+    kpi_names = result.kpi_names
+    for name, outcome in result.outcomes.items():
+        if isinstance(outcome, Score):
+            value = outcome.value
+            (kpis if name in kpi_names else scores)[name] = round(value, 6) if math.isfinite(value) else None
+            if outcome.label is not None:
+                labels[name] = outcome.label
+        elif isinstance(outcome, Skipped):
+            skipped[name] = outcome.reason
+            continue
+        elif isinstance(outcome, Failed):
+            failed[name] = outcome.reason
+        else:
+            continue
+        if "models" in outcome.details:
+            judged[name] = dict(outcome.details)
+    out: dict[str, Any] = {
         "id": result.sample.id,
-        "scores": _rounded(result.values(kpis=False)),
-        "kpis": _rounded(result.values(kpis=True)),
-        "skipped": result.reasons(Skipped),
-        "failed": result.reasons(Failed),
+        "scores": scores,
+        "kpis": kpis,
+        "skipped": skipped,
+        "failed": failed,
         "notes": sample_notes(result),
     }
-    labels = {name: o.label for name, o in result.outcomes.items() if isinstance(o, Score) and o.label is not None}
     if labels:  # BOOLEAN and CATEGORICAL scores: what Langfuse gets (the value is the category's position)
         out["labels"] = labels
-    if judged := judge_details(result):  # only judged targets: a deterministic line stays as it was
+    if judged:  # only judged targets: a deterministic line stays as it was
         out["judges"] = judged
     return out
 
