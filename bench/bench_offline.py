@@ -24,8 +24,8 @@ Run: ``python bench/bench_offline.py`` (options: ``--samples``, ``--repeat``, ``
    ≥ 10× ragas with ``--json`` at one process, ≥ 5× with the table. ``--baseline CHECKOUT`` times another
    checkout's trace-scorer beside (old and new code in one run) and checks its output is byte-identical.
 
-The table output (without ``--json``) is timed too at one job (``--table``): rich renders one row per
-sample, which costs more than the scoring at this size.
+The table output (without ``--json``) is timed too at one job (``--table``): one row per sample, written
+as rich writes it (``offline/report.py``).
 """
 
 from __future__ import annotations
