@@ -20,10 +20,12 @@ Run: ``python bench/bench_offline.py`` (options: ``--samples``, ``--repeat``, ``
 3. Times whole processes, start to exit (interpreter start, imports, reading, scoring, writing the
    output to a file), in the same run, interleaved: ``trace-scorer score FILE --json --jobs N`` for each
    ``--jobs`` value and the ragas script, ``--repeat`` times each; prints the median wall time,
-   samples/s, the CPU time of each (all its processes), and the ratios. Target: trace-scorer ≥ 5× ragas.
+   samples/s, the CPU time of each (all its processes), and the ratios. Targets (issue 29): trace-scorer
+   ≥ 10× ragas with ``--json`` at one process, ≥ 5× with the table. ``--baseline CHECKOUT`` times another
+   checkout's trace-scorer beside (old and new code in one run) and checks its output is byte-identical.
 
-The table output (without ``--json``) is timed too at one job (``--table``): rich renders one row per
-sample, which costs more than the scoring at this size.
+The table output (without ``--json``) is timed too at one job (``--table``): one row per sample, written
+as rich writes it (``offline/report.py``).
 """
 
 from __future__ import annotations
@@ -181,12 +183,15 @@ class Run:
     cpu: float
 
 
-def timed(command: list[str], stdout: Path, env: dict[str, str]) -> Run:
+def timed(command: list[str], stdout: Path, env: dict[str, str], pythonpath: Path | None = None) -> Run:
     """Wall time and CPU time (user + system of the process and its children) of one whole process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
+    if pythonpath is not None:
+        env = {**env, "PYTHONPATH": str(pythonpath)}
     with stdout.open("w") as out:
-        completed = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, env=env, check=False)
+        # cwd: the output's folder, never a checkout (python -m puts the cwd first on sys.path)
+        completed = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, env=env, check=False, cwd=stdout.parent)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode != 0:
@@ -230,6 +235,12 @@ def main() -> int:
     parser.add_argument("--ragas-python", default=sys.executable, help="an interpreter that has ragas")
     parser.add_argument("--ragas-api", choices=["ascore", "evaluate"], default="ascore")
     parser.add_argument("--keep", type=Path, help="write the files here (default: a temporary folder, removed)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also time the trace-scorer of another checkout (e.g. a git worktree of main), same interpreter",
+    )
     args = parser.parse_args()
     jobs = [int(j) for j in args.jobs.split(",")]
 
@@ -264,22 +275,36 @@ def main() -> int:
         }
         if args.table:
             commands["trace-scorer (table) --jobs 1"] = trace_scorer_command(samples, settings, 1, table=True)
+        paths: dict[str, Path | None] = dict.fromkeys(commands)
+        if args.baseline is not None:  # the same commands, that checkout's code: old and new in one run
+            for label in list(commands):
+                paths[f"baseline {label.removeprefix('trace-scorer ')}"] = args.baseline.resolve()
+                commands[f"baseline {label.removeprefix('trace-scorer ')}"] = commands[label]
+            baseline_out = workdir / "baseline.out"
+            for command, name in ((commands[next(iter(commands))], "json"),) + (
+                ((trace_scorer_command(samples, settings, 1, table=True), "table"),) if args.table else ()
+            ):
+                timed(command, baseline_out, env, args.baseline.resolve())
+                timed(command, workdir / "current.out", env)
+                same = baseline_out.read_bytes() == (workdir / "current.out").read_bytes()
+                print(f"output ({name}) byte-identical to the baseline's: {same}")
+                agreed = agreed and same
         commands["ragas ToolCallAccuracy"] = ragas_command(args.ragas_python, samples, theirs_out, args.ragas_api)
         runs: dict[str, list[Run]] = {label: [] for label in commands}
         for _ in range(args.repeat):
             for label, command in commands.items():
-                runs[label].append(timed(command, workdir / "timed.out", env))
+                runs[label].append(timed(command, workdir / "timed.out", env, paths.get(label)))
 
         ragas_wall = statistics.median(r.wall for r in runs["ragas ToolCallAccuracy"])
         ragas_cpu = statistics.median(r.cpu for r in runs["ragas ToolCallAccuracy"])
         print(f"\nwhole processes, median of {args.repeat} (load average now {os.getloadavg()[0]:.2f}):")
-        print(f"  {'command':<32} {'wall s':>7} {'samples/s':>10} {'× ragas':>8} {'CPU s':>7} {'× ragas CPU':>12}")
+        print(f"  {'command':<40} {'wall s':>7} {'samples/s':>10} {'× ragas':>8} {'CPU s':>7} {'× ragas CPU':>12}")
         for label, measured in runs.items():
             wall = statistics.median(r.wall for r in measured)
             cpu = statistics.median(r.cpu for r in measured)
             rate = len(records) / wall
             ratios = f"{ragas_wall / wall:>8.2f} {cpu:>7.2f} {ragas_cpu / cpu:>12.2f}"
-            print(f"  {label:<32} {wall:>7.2f} {rate:>10,.0f} {ratios}")
+            print(f"  {label:<40} {wall:>7.2f} {rate:>10,.0f} {ratios}")
         print("  (CPU s: all the command's processes; on a shared machine wall time also counts waiting for a core)")
         if len(jobs) > 1:
             base = statistics.median(r.wall for r in runs[f"trace-scorer --json --jobs {jobs[0]}"])

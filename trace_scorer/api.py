@@ -27,7 +27,7 @@ from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import index_items, looks_like_experiment_item, looks_like_observation_row, samples_from_rows
 from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
-from trace_scorer.offline import score_groups
+from trace_scorer.offline.groups import score_groups
 from trace_scorer.outcomes import Failed, Score, Skipped
 from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.plan import build_plan

@@ -95,7 +95,7 @@ def print_catalog(infos: list[MetricInfo], *, as_json: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from trace_scorer.report import table_console
+    from trace_scorer.offline.report import table_console
 
     console = table_console()
     for info in infos:

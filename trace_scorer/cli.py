@@ -17,23 +17,13 @@ from typing import TYPE_CHECKING
 from trace_scorer.errors import UserError
 
 if TYPE_CHECKING:
-    from trace_scorer.compare.command import ScoredFiles
-    from trace_scorer.config import Settings, TargetSettings
-    from trace_scorer.metrics.registry import MetricRegistry
-    from trace_scorer.pipeline import GroupResult, SampleResult
-    from trace_scorer.plan import TargetPlan
-    from trace_scorer.providers.usage import Usage
-    from trace_scorer.sample import Sample
+    from trace_scorer.config import Settings
 
 # Each command imports its modules when it runs (issue 23): `--help` and `score` of a tool-call target
 # load neither the worker, Langfuse's SDK, the judges (openai) nor compare's statistics (numpy, scipy);
 # tests/unit/core/test_cli_imports.py holds it, bench/bench_startup.py measures it.
 
 EXIT_OK, EXIT_NOTHING_READ, EXIT_CONFIG = 0, 1, 2
-#: Show a progress bar from this many samples on (and only when stderr is a terminal).
-PROGRESS_FROM = 200
-#: Samples scored at once when a plan has metrics that wait on the network (judges, embedders).
-REMOTE_CONCURRENCY = 32
 
 
 def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
@@ -154,186 +144,6 @@ def _traces(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of traces (1 or more)")
     return int(text)
-
-
-def _choose_target(settings: Settings, name: str | None) -> tuple[int, TargetSettings] | None:
-    from trace_scorer.config import ConfigError
-
-    if name is not None:
-        target = settings.target(name)
-        return settings.targets.index(target), target
-    if not settings.targets:
-        return None
-    if len(settings.targets) > 1:
-        names = ", ".join(t.name for t in settings.targets)
-        raise ConfigError(f"several targets are configured ({names}): choose one with --target")
-    return 0, settings.targets[0]
-
-
-async def _score(
-    settings: Settings,
-    target: TargetSettings,
-    index: int,
-    samples: list[Sample],
-    show_progress: bool,
-    spent: dict[str, Usage] | None = None,
-) -> tuple[TargetPlan, list[SampleResult], list[GroupResult]]:
-    """Build the judge, the embedder and the plan, score every sample, then the groups; the judge and the
-    embedder are closed in this loop. ``spent`` receives the judge's totals per model."""
-    from contextlib import AsyncExitStack
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from trace_scorer.metrics.registry import default_registry
-    from trace_scorer.offline import score_groups
-    from trace_scorer.pipeline import Pipeline
-    from trace_scorer.plan import build_plan
-    from trace_scorer.resources import open_resources
-
-    stack = AsyncExitStack()
-    try:
-        resources = open_resources(settings, stack, tracing_default=False)
-        plan = build_plan(target, index=index, registry=default_registry(), resources=resources)
-        pipeline = Pipeline(plan)
-        remote = any(not m.deterministic() for m in plan.sample_metrics)
-        results: list[SampleResult] = []
-        progress = Progress(
-            TextColumn("scoring"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            disable=not show_progress,
-            transient=True,
-        )
-        with progress:
-            task = progress.add_task("scoring", total=len(samples))
-            async for result in pipeline.score_samples(samples, concurrency=REMOTE_CONCURRENCY if remote else 1):
-                results.append(result)
-                progress.advance(task)
-        groups = await score_groups(pipeline, target.group_by, results)
-        if spent is not None and resources.judge is not None:
-            spent.update(resources.judge.ledger.by_model())
-        return plan, results, groups
-    finally:
-        await stack.aclose()
-
-
-def _files_settings(config: Path | None, paths: Sequence[Path]) -> Path | None:
-    """The settings file of ``score``/``compare`` on files, said on stderr (also with ``--json``).
-
-    ``--config`` wins; else a single PATH that is a folder holding a settings.toml uses it (an example
-    folder carries the settings it is scored with); else ./settings.toml when present; else none.
-    """
-    from trace_scorer.config.settings import DEFAULT_CONFIG_FILE
-
-    if config is None and len(paths) == 1 and (paths[0] / DEFAULT_CONFIG_FILE.name).is_file():
-        config = paths[0] / DEFAULT_CONFIG_FILE.name
-        print(f"trace-scorer: settings: {config} (the folder's own; --config FILE for another)", file=sys.stderr)
-    elif config is None and DEFAULT_CONFIG_FILE.is_file():
-        config = DEFAULT_CONFIG_FILE
-        print(f"trace-scorer: settings: ./{config}", file=sys.stderr)
-    elif config is None:
-        print("trace-scorer: settings: none (every deterministic metric with its inputs)", file=sys.stderr)
-    else:
-        print(f"trace-scorer: settings: {config}", file=sys.stderr)
-    return config
-
-
-def run_score(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from trace_scorer.inputs import load_inputs
-    from trace_scorer.logs import configure_logging
-    from trace_scorer.metrics.registry import default_registry
-    from trace_scorer.offline import computes_locally, observation_matcher
-    from trace_scorer.report import print_report
-
-    settings = _load_settings(args.config)
-    configure_logging(settings.log.level, settings.log.format)
-    registry = default_registry()
-    chosen = _choose_target(settings, args.target)
-    if chosen is None or computes_locally(chosen[1], registry):
-        return _score_locally(args, settings, chosen, registry)
-
-    # Judged metrics: one process, REMOTE_CONCURRENCY samples at a time (trace_scorer/offline.py says why).
-    index, target = chosen
-    try:
-        loaded = load_inputs(args.paths, references=target.references, observations=observation_matcher(target))
-    except FileNotFoundError as exc:
-        print(f"trace-scorer: {exc}", file=sys.stderr)
-        return EXIT_NOTHING_READ
-    if (nothing := _nothing_read(loaded.errors, len(loaded.samples))) is not None:
-        return nothing
-    show_progress = sys.stderr.isatty() and len(loaded.samples) >= PROGRESS_FROM
-    spent: dict[str, Usage] = {}
-    plan, results, groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress, spent))
-
-    print_report(args.json, plan, results, groups, judge_usage=spent)
-    return EXIT_OK
-
-
-def _nothing_read(errors: Sequence[object], read: int) -> int | None:
-    """Say which records were skipped and why; :data:`EXIT_NOTHING_READ` when no sample (of ``read``) could be."""
-    for error in errors:
-        print(f"trace-scorer: skipped {error}", file=sys.stderr)
-    if not read:
-        print("trace-scorer: no sample could be read", file=sys.stderr)
-        return EXIT_NOTHING_READ
-    return None
-
-
-def _score_locally(
-    args: argparse.Namespace, settings: Settings, chosen: tuple[int, TargetSettings] | None, registry: MetricRegistry
-) -> int:
-    """``score`` for a target computed on this machine: read and scored a part at a time, ``--jobs`` processes."""
-    from trace_scorer.offline import check_resources, default_jobs, score_files
-    from trace_scorer.report import print_report
-
-    index, target = chosen if chosen else (0, None)
-    check_resources(settings)
-    try:
-        run = score_files(
-            args.paths,
-            target=target,
-            index=index,
-            registry=registry,
-            references=target.references if target else None,
-            jobs=args.jobs or default_jobs(),
-            render_json=args.json,
-            show_progress=sys.stderr.isatty(),
-            log_level=settings.log.level,
-            log_format=settings.log.format,
-        )
-    except FileNotFoundError as exc:
-        print(f"trace-scorer: {exc}", file=sys.stderr)
-        return EXIT_NOTHING_READ
-    if (nothing := _nothing_read(run.errors, run.samples)) is not None:
-        return nothing
-    if not run.target.metrics:
-        print("trace-scorer: no deterministic metric has its inputs in these samples", file=sys.stderr)
-    print_report(args.json, run.plan, run.results, run.groups, lines=run.lines)
-    return EXIT_OK
-
-
-def _score_files(settings: Settings, target_name: str | None, paths: Sequence[Path]) -> ScoredFiles:
-    """``score``'s reading and scoring, for ``compare``: the plan used and every sample's results."""
-    import asyncio
-
-    from trace_scorer.compare.command import ScoredFiles
-    from trace_scorer.inputs import load_inputs
-    from trace_scorer.metrics.registry import default_registry
-    from trace_scorer.offline import default_target
-
-    chosen = _choose_target(settings, target_name)
-    loaded = load_inputs(paths, references=chosen[1].references if chosen else None)
-    if not loaded.samples:
-        return ScoredFiles(None, [], loaded.errors)
-    index, target = chosen if chosen else (0, default_target(loaded.samples, default_registry()))
-    show_progress = sys.stderr.isatty() and len(loaded.samples) >= PROGRESS_FROM
-    plan, results, _groups = asyncio.run(_score(settings, target, index, loaded.samples, show_progress))
-    return ScoredFiles(plan, results, loaded.errors)
 
 
 def _run_state(args: argparse.Namespace) -> int:
@@ -457,9 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser(argv).parse_args(argv)
     try:
         if args.command in ("score", "compare", "calibrate"):
-            args.config = _files_settings(args.config, args.paths)
+            from trace_scorer.offline import command as offline
+
+            args.config = offline.files_settings(args.config, args.paths)
         if args.command == "score":
-            return run_score(args)
+            return offline.run_score(args, _load_settings(args.config))
         if args.command == "run":
             return _run(_worker_settings(args))
         if args.command == "backfill":
@@ -469,13 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             from trace_scorer.compare.command import run_compare
 
-            return run_compare(args, _score_files)
+            return run_compare(args, offline.scored_files)
         if args.command == "calibrate":
             from trace_scorer.calibrate.command import run_calibrate
 
-            return run_calibrate(args, _score_files)
+            return run_calibrate(args, offline.scored_files)
         if args.command == "check":
-            from trace_scorer.report import table_console
+            from trace_scorer.offline.report import table_console
             from trace_scorer.worker.commands import run_check
 
             return asyncio.run(run_check(_worker_settings(args), table_console()))

@@ -20,11 +20,11 @@ from trace_scorer.calibrate.analysis import Calibration, Options, calibrate
 from trace_scorer.calibrate.items import LabelledSet, add_item, from_score_lines
 from trace_scorer.calibrate.panels import RULES
 from trace_scorer.calibrate.thresholds import OBJECTIVES
-from trace_scorer.compare.command import ScoreFiles
 from trace_scorer.config import Settings, load_settings
 from trace_scorer.errors import UserError
-from trace_scorer.inputs import ReadError, find_input_files, read_records
 from trace_scorer.logs import configure_logging
+from trace_scorer.offline.command import ScoreFiles
+from trace_scorer.offline.read import ReadError, find_input_files, read_records
 from trace_scorer.outcomes import Failed, Score
 from trace_scorer.plan import raw_target_problems
 
@@ -222,7 +222,7 @@ def run_calibrate(args: argparse.Namespace, score_files: ScoreFiles) -> int:
         write_json(sys.stdout, calibration)
     else:
         from trace_scorer.calibrate.terminal import print_calibration
-        from trace_scorer.report import table_console
+        from trace_scorer.offline.report import table_console
 
         print_calibration(table_console(), calibration)
     if args.html:

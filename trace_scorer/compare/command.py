@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -31,30 +30,17 @@ from trace_scorer.compare.worker import EXIT_REGRESSION, compared_names, pass_cr
 from trace_scorer.config import ConfigError, Settings, TargetSettings, load_settings
 from trace_scorer.config.targets import ALL_SAMPLES
 from trace_scorer.errors import UserError
-from trace_scorer.inputs import ReadError
 from trace_scorer.langfuse import LangfuseClient
 from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.pass_at_k import attempt_key
+from trace_scorer.offline.command import ScoredFiles, ScoreFiles
 from trace_scorer.outcomes import Score
 from trace_scorer.pipeline import Pipeline, SampleResult
-from trace_scorer.plan import TargetPlan, raw_target_problems
+from trace_scorer.plan import raw_target_problems
 
 EXIT_OK, EXIT_NOTHING_READ = 0, 1
 #: Without ``--since``: runs of the dataset with items in the last this many days are listed.
 DEFAULT_SINCE = timedelta(days=90)
-
-
-@dataclass
-class ScoredFiles:
-    """What ``score``'s reading and scoring made of the files: the plan used and each sample's results."""
-
-    plan: TargetPlan | None
-    results: list[SampleResult] = field(default_factory=list)
-    errors: list[ReadError] = field(default_factory=list)
-
-
-#: ``(settings, --target, paths) → ScoredFiles``: the ``score`` command's pipeline (given by cli.py).
-ScoreFiles = Callable[[Settings, str | None, Sequence[Path]], ScoredFiles]
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser, parse_datetime: Callable[[str], datetime]) -> None:
@@ -269,7 +255,7 @@ def run_compare(args: argparse.Namespace, score_files: ScoreFiles) -> int:
     if args.json:
         write_json(sys.stdout, report)
     else:
-        from trace_scorer.report import table_console
+        from trace_scorer.offline.report import table_console
 
         print_report(table_console(), report)
     if args.html:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from trace_scorer.providers.usage import Usage
 
+if TYPE_CHECKING:  # numpy costs 0.1-0.2 s of start-up: imported by the backends that compute vectors
+    import numpy as np
+    import numpy.typing as npt
+
 #: One embedding, as backends hand it over (float32: what the models compute; 4 bytes a dimension).
-Vector = npt.NDArray[np.float32]
+Vector: TypeAlias = "npt.NDArray[np.float32]"
 
 
 @runtime_checkable

@@ -242,7 +242,6 @@ def installed_formulas() -> dict[str, FormulaClass]:
     return formulas
 
 
-
 def build_kpi(entry: KpiSpec, metric_names: tuple[str, ...]) -> Kpi:
     """Compile one ``[[targets.kpis]]`` entry. ``metric_names``: the target's metric score names,
     used when ``metrics`` is omitted. Raises ValueError (with the reason) on a bad expression."""

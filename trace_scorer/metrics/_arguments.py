@@ -77,6 +77,30 @@ def _canon_plain(value: Any) -> Any:
     return value
 
 
+def _is_canonical(value: Any) -> bool:
+    """Whether ``value`` is its own canonical form under :func:`_canon_plain`: no boolean, no NaN, no tuple
+    anywhere in it (most arguments). Walking without building is cheaper than the copy it spares
+    (bench_offline: 15 → 10 µs a sample)."""
+    t = type(value)
+    if t is dict or t is list:
+        for v in value.values() if t is dict else value:
+            tv = type(v)
+            if tv is str or tv is int or v is None:
+                continue
+            if tv is dict or tv is list:
+                if not _is_canonical(v):
+                    return False
+            elif tv is not float or v != v:
+                return False
+        return True
+    return t is str or t is int or value is None or (t is float and value == value)
+
+
+def _canon_plain_arguments(value: Any) -> Any:
+    """:func:`_canon_plain`, returning ``value`` itself when nothing in it changes (never mutated after)."""
+    return value if _is_canonical(value) else _canon_plain(value)
+
+
 def _canon_casefold(value: Any) -> Any:
     t = type(value)
     if t is str:
@@ -125,7 +149,7 @@ def canonicalizer(*, coerce_scalars: bool = False, casefold_strings: bool = Fals
     """The function mapping a JSON value to the form on which ``==`` is argument equality."""
     if coerce_scalars:
         return _make_coercing(casefold_strings)
-    return _canon_casefold if casefold_strings else _canon_plain
+    return _canon_casefold if casefold_strings else _canon_plain_arguments
 
 
 def values_equal(a: Any, b: Any, *, coerce_scalars: bool = False, casefold_strings: bool = False) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trace_scorer import cli
-from trace_scorer.offline import group_key as _group_key
+from trace_scorer.offline.groups import group_key as _group_key
 from trace_scorer.sample import Sample
 
 CONFIG = """

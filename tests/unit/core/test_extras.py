@@ -12,6 +12,7 @@ import pytest
 
 from trace_scorer import cli, extras
 from trace_scorer.errors import UserError
+from trace_scorer.offline import command as offline_command
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "compare"
 
@@ -71,7 +72,7 @@ def test_compare_html_without_the_extra_fails_before_scoring(
     def scoring(*_args: object) -> None:
         raise AssertionError("the files were scored before the missing extra was found")
 
-    monkeypatch.setattr(cli, "_score_files", scoring)
+    monkeypatch.setattr(offline_command, "scored_files", scoring)
     report = tmp_path / "r.html"
     code = cli.main(["compare", str(EXAMPLE), "--baseline", "baseline", "--html", str(report)])
     assert code == cli.EXIT_CONFIG

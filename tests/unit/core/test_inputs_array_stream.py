@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from trace_scorer import inputs
-from trace_scorer.inputs import MAX_DEPTH, ReadError, read_records, split_file
+from trace_scorer.offline import read as inputs
+from trace_scorer.offline.read import MAX_DEPTH, ReadError, read_records, split_file
 
 
 def records(path: Path) -> list[tuple[str, str, object]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trace_scorer.inputs import MAX_DEPTH, ReadError, Record, load_inputs, read_records, split_file
+from trace_scorer.offline.read import MAX_DEPTH, ReadError, Record, load_inputs, read_records, split_file
 
 
 def records(path: Path) -> list[tuple[str, str, object]]:

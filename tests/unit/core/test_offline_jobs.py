@@ -17,10 +17,12 @@ from typing import ClassVar
 
 import pytest
 
-from trace_scorer import cli, offline
+from trace_scorer import cli
 from trace_scorer.config import load_settings
 from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Score
 from trace_scorer.metrics.registry import default_registry
+from trace_scorer.offline import jobs as offline_jobs
+from trace_scorer.offline import scoring
 from trace_scorer.sample import Sample
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -83,9 +85,9 @@ def write_input(folder: Path, count: int = 400) -> Path:
 @pytest.fixture
 def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Processes from 1 KiB of input, parts of about 2 KiB: the test files take the parallel path."""
-    monkeypatch.setattr(offline, "PARALLEL_FROM_BYTES", 1024)
-    monkeypatch.setattr(offline, "PART_BYTES", 2048)
-    monkeypatch.setattr(offline, "PARTS_PER_JOB", 1)
+    monkeypatch.setattr(scoring, "PARALLEL_FROM_BYTES", 1024)
+    monkeypatch.setattr(scoring, "PART_BYTES", 2048)
+    monkeypatch.setattr(scoring, "PARTS_PER_JOB", 1)
 
 
 @pytest.fixture(autouse=True)
@@ -159,7 +161,7 @@ def test_the_parts_are_scored_by_other_processes(tmp_path: Path) -> None:
     target = load_settings(tmp_path / "settings.toml").targets[0]
     registry = default_registry().with_classes(ReportsProcess)
     arguments = {"target": target, "index": 0, "registry": registry, "references": None, "show_progress": False}
-    run = offline.score_files([data], jobs=2, render_json=True, **arguments)
+    run = scoring.score_files([data], jobs=2, render_json=True, **arguments)
     assert run.jobs == 2
     by_sample = {r.sample.id: r.outcomes["test_reports_process"] for r in run.results}
     here = str(os.getpid())
@@ -169,16 +171,16 @@ def test_the_parts_are_scored_by_other_processes(tmp_path: Path) -> None:
     assert here not in from_files and 1 <= len(from_files) <= 2
     traces = [o for sample_id, o in by_sample.items() if not sample_id.startswith("s")]
     assert traces and all(isinstance(o, Score) and o.comment == here for o in traces)
-    serial = offline.score_files([data], jobs=1, render_json=True, **arguments)
+    serial = scoring.score_files([data], jobs=1, render_json=True, **arguments)
     assert serial.jobs == 1 and serial.lines == run.lines and serial.samples == run.samples
 
 
 def test_small_inputs_stay_in_this_process(tmp_path: Path) -> None:
     data = write_input(tmp_path / "in", count=20)
-    assert sum(f.stat().st_size for f in data.rglob("*") if f.is_file()) < offline.PARALLEL_FROM_BYTES
+    assert sum(f.stat().st_size for f in data.rglob("*") if f.is_file()) < scoring.PARALLEL_FROM_BYTES
     (tmp_path / "settings.toml").write_text(SETTINGS.format(group_by=""))
     target = load_settings(tmp_path / "settings.toml").targets[0]
-    run = offline.score_files(
+    run = scoring.score_files(
         [data],
         target=target,
         index=0,
@@ -204,7 +206,7 @@ def test_a_target_with_a_judged_metric_is_scored_in_one_process(
     def spread(*args: object, **kwargs: object) -> None:
         raise AssertionError("a judged target was spread over processes")
 
-    monkeypatch.setattr("trace_scorer.offline.score_files", spread)
+    monkeypatch.setattr("trace_scorer.offline.scoring.score_in_processes", spread)
     code, out, err = score(capsys, str(data), "--jobs", "2", "--json")
     assert code == 0, err
     second = json.loads(out.splitlines()[1])
@@ -226,7 +228,7 @@ def test_a_large_file_through_the_command_in_two_processes(tmp_path: Path) -> No
     data = tmp_path / "big.jsonl"
     with data.open("w") as out:
         index = 0
-        while out.tell() < 2 * offline.PARALLEL_FROM_BYTES:
+        while out.tell() < 2 * scoring.PARALLEL_FROM_BYTES:
             out.write(json.dumps(sample(index)) + "\n")
             index += 1
     (tmp_path / "settings.toml").write_text(SETTINGS.format(group_by="item_id"))
@@ -249,7 +251,7 @@ def test_spawned_processes_print_the_same(
     data = write_input(tmp_path / "in", count=120)
     (tmp_path / "settings.toml").write_text(SETTINGS.format(group_by="run_id"))
     one = score(capsys, str(data), "--jobs", "1", "--json")
-    monkeypatch.setattr(offline, "_context", lambda: multiprocessing.get_context("spawn"))
+    monkeypatch.setattr(offline_jobs, "_context", lambda: multiprocessing.get_context("spawn"))
     two = score(capsys, str(data), "--jobs", "2", "--json")
     assert two == one
 

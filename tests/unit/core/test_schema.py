@@ -7,7 +7,7 @@ import json
 import jsonschema
 
 from tests.support.paths import ROOT
-from trace_scorer.inputs import load_inputs
+from trace_scorer.offline.read import load_inputs
 from trace_scorer.schema import sample_file_schema
 
 

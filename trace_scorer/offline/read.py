@@ -19,7 +19,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -487,38 +487,55 @@ def sample_from_record(record: Record) -> Sample | ReadError:
         return ReadError(record.path, record.where, first + more)
 
 
+def samples_of(
+    records: Iterable[Record | ReadError], errors: list[ReadError], traces: list[Record]
+) -> Iterator[Sample]:
+    """The samples among ``records``, one at a time, each recognised by its shape; what could not be read
+    goes to ``errors``, exported observation rows and experiment items to ``traces`` (extracted once
+    everything is read: :func:`trace_samples`)."""
+    for record in records:
+        if isinstance(record, ReadError):
+            errors.append(record)
+        elif looks_like_observation_row(record.data) or looks_like_experiment_item(record.data):
+            traces.append(record)
+        elif isinstance(sample := sample_from_record(record), ReadError):
+            errors.append(sample)
+        else:
+            yield sample
+
+
+def trace_samples(
+    traces: Sequence[Record],
+    errors: list[ReadError],
+    references: ReferenceSettings | None = None,
+    observations: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> Iterator[Sample]:
+    """The samples of the observation rows among ``traces``: one per trace (extraction), with the
+    experiment item of the same trace, wherever it was read, giving the expected output and references;
+    with ``observations`` (a target of scope "observation"), one per matching observation. An item that
+    cannot be joined goes to ``errors``."""
+    rows = [r.data for r in traces if looks_like_observation_row(r.data)]
+    items = [r for r in traces if not looks_like_observation_row(r.data)]
+    if not (rows or items):
+        return iter(())
+    by_trace, problems = index_items(item.data for item in items)
+    for position, reason in problems:
+        errors.append(ReadError(items[position].path, items[position].where, reason))
+    return samples_from_rows(rows, items=by_trace, references=references, observations=observations)
+
+
 def load_inputs(
     paths: Sequence[Path],
     references: ReferenceSettings | None = None,
     observations: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> LoadedInput:
-    """Read every record of every input file into Samples, collecting what could not be read.
-
-    Each record is recognised by its shape: a sample, an exported observation row, or an experiment
-    item. Observation rows are grouped by ``traceId`` into one sample per trace (extraction), with the
-    experiment item of the same trace, wherever it was read, giving the expected output and references;
-    with ``observations`` (a target of scope "observation"), into one sample per matching observation.
-    """
+    """Every sample of every input file at once, and what could not be read (the samples of the files,
+    then those of the exported traces). ``score`` reads a part at a time instead (``offline.parts``)."""
     loaded = LoadedInput()
-    rows: list[Mapping[str, Any]] = []
-    items: list[Record] = []
     found = find_input_files(paths)
     loaded.errors.extend(found.errors)
+    traces: list[Record] = []
     for path in found.files:
-        for record in read_records(path):
-            if isinstance(record, ReadError):
-                loaded.errors.append(record)
-            elif looks_like_observation_row(record.data):
-                rows.append(record.data)
-            elif looks_like_experiment_item(record.data):
-                items.append(record)
-            elif isinstance(result := sample_from_record(record), ReadError):
-                loaded.errors.append(result)
-            else:
-                loaded.samples.append(result)
-    if rows or items:
-        by_trace, problems = index_items(item.data for item in items)
-        for position, reason in problems:
-            loaded.errors.append(ReadError(items[position].path, items[position].where, reason))
-        loaded.samples.extend(samples_from_rows(rows, items=by_trace, references=references, observations=observations))
+        loaded.samples.extend(samples_of(read_records(path), loaded.errors, traces))
+    loaded.samples.extend(trace_samples(traces, loaded.errors, references, observations))
     return loaded

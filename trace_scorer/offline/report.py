@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from trace_scorer.outcomes import Failed, Score, Skipped
@@ -56,18 +57,42 @@ def sample_notes(result: SampleResult) -> list[str]:
 
 
 def sample_json(result: SampleResult) -> dict[str, Any]:
-    out = {
+    """One sample's JSON object. One pass over the outcomes (this runs once per sample of a file: the
+    seven passes it replaced were a tenth of ``score --json``'s time after reading and scoring); the same
+    keys, in the same order, as :func:`group_json` and the helpers above give."""
+    scores: dict[str, float | None] = {}
+    kpis: dict[str, float | None] = {}
+    skipped: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    judged: dict[str, Any] = {}
+    kpi_names = result.kpi_names
+    for name, outcome in result.outcomes.items():
+        if isinstance(outcome, Score):
+            value = outcome.value
+            (kpis if name in kpi_names else scores)[name] = round(value, 6) if math.isfinite(value) else None
+            if outcome.label is not None:
+                labels[name] = outcome.label
+        elif isinstance(outcome, Skipped):
+            skipped[name] = outcome.reason
+            continue
+        elif isinstance(outcome, Failed):
+            failed[name] = outcome.reason
+        else:
+            continue
+        if "models" in outcome.details:
+            judged[name] = dict(outcome.details)
+    out: dict[str, Any] = {
         "id": result.sample.id,
-        "scores": _rounded(result.values(kpis=False)),
-        "kpis": _rounded(result.values(kpis=True)),
-        "skipped": result.reasons(Skipped),
-        "failed": result.reasons(Failed),
+        "scores": scores,
+        "kpis": kpis,
+        "skipped": skipped,
+        "failed": failed,
         "notes": sample_notes(result),
     }
-    labels = {name: o.label for name, o in result.outcomes.items() if isinstance(o, Score) and o.label is not None}
     if labels:  # BOOLEAN and CATEGORICAL scores: what Langfuse gets (the value is the category's position)
         out["labels"] = labels
-    if judged := judge_details(result):  # only judged targets: a deterministic line stays as it was
+    if judged:  # only judged targets: a deterministic line stays as it was
         out["judges"] = judged
     return out
 
@@ -181,6 +206,53 @@ def table_console() -> Console:
     return console if console.is_terminal else Console(width=100_000)
 
 
+def _plain(text: str) -> bool:
+    """Whether rich prints ``text`` in a cell as it is: no markup (``[``), no emoji code (``:name:``),
+    nothing unprintable (tabs, new lines, control codes)."""
+    return text.isprintable() and "[" not in text and text.count(":") < 2
+
+
+def plain_table(
+    console: Console,
+    headers: Sequence[str],
+    justify: Sequence[JustifyMethod],
+    rows: Sequence[Sequence[str]],
+    footer: Sequence[str],
+) -> str | None:
+    """The text rich prints for ``Table(show_footer=True)`` of these cells (no_wrap columns) on a console
+    without colours, or None when it may differ (colours, markup or odd characters in a cell, wider than
+    the console): then rich renders it.
+
+    Why by hand: rich lays out every cell of every row (segments, measures, styles) — 9 s for the 30,000
+    rows of bench/bench_offline.py, three times the scoring; a table of plain text in columns as wide as
+    their widest cell is the same bytes in a few milliseconds. tests/unit/core/test_report_table.py holds
+    it to rich's output.
+    """
+    if console.is_terminal or console.color_system is not None:
+        return None
+    lines = [headers, *rows, footer]
+    if not all(_plain(text) for line in lines for text in line):
+        return None
+    widths = [max(cell_len(line[column]) for line in lines) for column in range(len(headers))]
+    if sum(widths) + 3 * len(widths) + 1 > console.width:
+        return None
+
+    def row(cells: Sequence[str], edge: str) -> str:
+        padded = (
+            " " * (width - cell_len(text)) + text if how == "right" else text + " " * (width - cell_len(text))
+            for text, width, how in zip(cells, widths, justify, strict=True)
+        )
+        return f"{edge} " + f" {edge} ".join(padded) + f" {edge}"
+
+    def rule(left: str, line: str, cross: str, right: str) -> str:
+        return left + cross.join(line * (width + 2) for width in widths) + right
+
+    out = [rule("┏", "━", "┳", "┓"), row(headers, "┃"), rule("┡", "━", "╇", "┩")]
+    out.extend(row(cells, "│") for cells in rows)
+    out += [rule("├", "─", "┼", "┤"), row(footer, "│"), rule("└", "─", "┴", "┘")]
+    return "\n".join(out) + "\n"
+
+
 def print_table(
     console: Console,
     columns: Sequence[str],
@@ -189,13 +261,20 @@ def print_table(
     group_columns: Sequence[str],
 ) -> None:
     """One row per sample, one column per score, a summary row of means; then groups; then why things were skipped."""
-    table = Table(show_footer=True)
-    table.add_column("sample", footer=f"mean of {len(samples)}", no_wrap=True)
-    for name in columns:
-        table.add_column(name, justify="right", footer=_summary_cell(samples, name), no_wrap=True)
-    for result in samples:
-        table.add_row(result.sample.id, *(_cell(result, name) for name in columns))
-    console.print(table)
+    rows = [[result.sample.id, *(_cell(result, name) for name in columns)] for result in samples]
+    footer = [f"mean of {len(samples)}", *(_summary_cell(samples, name) for name in columns)]
+    right: JustifyMethod = "right"
+    justify: list[JustifyMethod] = ["left", *([right] * len(columns))]
+    plain = plain_table(console, ["sample", *columns], justify, rows, footer)
+    if plain is not None:
+        console.file.write(plain)
+    else:
+        table = Table(show_footer=True)
+        for header, cells_justify, cell_footer in zip(["sample", *columns], justify, footer, strict=True):
+            table.add_column(header, justify=cells_justify, footer=cell_footer, no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
 
     if groups:
         group_table = Table(title="groups", title_justify="left")
