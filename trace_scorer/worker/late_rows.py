@@ -13,8 +13,9 @@ costs nothing more.
 
 The horizon is the fresh listing's margin (the quiet period, at least 30 s, 1.5 times the latest a row was
 seen to come, at most ``lag``): a child visible within it of its root's end is scored, one later is not.
-A late row found widens it (and the listing's margin). What is remembered is lost on a restart: a trace
-scored by the previous process within the horizon before the restart is not checked again.
+A late row found widens it (and the listing's margin). What is remembered lives in memory: after a restart
+the first listing reads the whole window again, and the traces it finds done that ended within the horizon
+are scored again once after it (what they were scored from is not known), an overwrite.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class Scored:
     """A trace scored before its horizon: its root, what its rows were, and when to read it again."""
 
     root: TraceRoot
-    rows: frozenset[tuple[str, str]]
+    #: None: scored by an earlier process (its rows are not known here): scored again after the horizon.
+    rows: frozenset[tuple[str, str]] | None
     scored_at: datetime
     due: datetime
 
@@ -73,6 +75,13 @@ class LateRows:
         if now < due:
             self._waiting[root.trace_id] = Scored(root, fingerprint(rows), now, due)
 
+    def scored_before(self, roots: Sequence[TraceRoot], now: datetime, horizon: float) -> None:
+        """These traces were scored before this process started (the ledger says so; not what from): those
+        within the horizon of their end are scored again after it, once — an overwrite."""
+        for root in roots:
+            if root.end_time is not None and now < (due := root.end_time + timedelta(seconds=horizon)):
+                self._waiting.setdefault(root.trace_id, Scored(root, None, now, due))
+
     def due(self, now: datetime) -> list[TraceRoot]:
         """The traces to read again now: all whose horizon has passed, once there are enough of them to
         fill a read or the earliest has waited :data:`RECHECK_WAIT`; else none."""
@@ -90,6 +99,8 @@ class LateRows:
         scored = self._waiting.pop(trace.trace_id, None)
         if scored is None:
             return False
+        if scored.rows is None:
+            return True
         new = fingerprint(trace.rows) - scored.rows
         if not new:
             return False

@@ -292,6 +292,9 @@ class TraceSource(SourceBase):
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
         config_hash = self.scorer.plan.config_hash
         todo = [r for r in ready if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
+        if self.listed_at is None and self.late_rows.enabled:  # scored before this process: rows not known
+            done = [r for r in ready if known.get(r.trace_id) == config_hash]
+            self.late_rows.scored_before(done, now, self.margin())
         # Traces read again behind the window are expected to be known: not worth a skip count.
         if already := sum(1 for r in ready if known.get(r.trace_id) == config_hash and r.start_time >= window.start):
             report.skipped["already scored"] += already

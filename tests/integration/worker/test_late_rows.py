@@ -98,3 +98,36 @@ async def test_a_trace_scored_after_the_horizon_is_not_read_again(
         clock.elapsed += 12
         await h.tick(context)
     assert reads_of(v4, "t-old") == reads and posts_of(v4, "t-old") == 4
+
+
+async def test_after_a_restart_a_trace_scored_within_the_horizon_is_scored_again_once(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    target = traces_target(interval="12s", lag="2m", quiet_period="10s")
+    h = await harness(target)
+    first = await h.open()
+    await h.tick(first)
+    start = clock.now() - timedelta(seconds=20)
+    root, *late = agent_trace("t-late", start)
+    v4.add_rows(root)
+    clock.elapsed += 1
+    assert (await h.tick(first)).scored == 1
+    before = scores_of(v4, "t-late")
+    first.state.close()  # the process stops before the horizon; its children come while it is down
+
+    v4.add_rows(*late)
+    clock.elapsed += 5
+    restarted = await h.open()
+    report = await h.tick(restarted)
+    assert report.scored == 0  # done, says the ledger
+    ended = start + timedelta(seconds=5)
+    while clock.now() < ended + timedelta(seconds=FRESH_MARGIN + RECHECK_WAIT):
+        clock.elapsed += 12
+        await h.tick(restarted)
+    after = scores_of(v4, "t-late")
+    assert before["tool_call_accuracy"][1] == 0.0 and after["tool_call_accuracy"][1] == 1.0
+    assert {name: i for name, (i, _) in after.items()} == {name: i for name, (i, _) in before.items()}
+    for _ in range(10):
+        clock.elapsed += 12
+        await h.tick(restarted)
+    assert posts_of(v4, "t-late") == 8  # once by each process: an overwrite
