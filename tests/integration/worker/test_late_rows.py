@@ -10,8 +10,9 @@ from typing import Any
 
 from tests.support.clocks import FakeClock
 from tests.support.langfuse_inprocess import InProcessLangfuse
-from tests.support.worker import MakeHarness, agent_trace, traces_target
+from tests.support.worker import Harness, MakeHarness, agent_trace, traces_target
 from trace_scorer.worker.late_rows import RECHECK_WAIT
+from trace_scorer.worker.service import Context
 from trace_scorer.worker.traces import FRESH_MARGIN
 
 OBSERVATIONS = "/api/public/v2/observations"
@@ -40,12 +41,25 @@ def reads_of(v4: InProcessLangfuse, trace_id: str) -> int:
     return count
 
 
+async def listed(harness: MakeHarness) -> tuple[Harness, Context]:
+    """A worker on the production timing defaults that made its first, complete listing."""
+    h = await harness(traces_target(interval="12s", lag="2m", quiet_period="10s"))
+    context = await h.open()
+    await h.tick(context)
+    return h, context
+
+
+async def ticks(h: Harness, context: Context, clock: FakeClock, n: int = 10) -> None:
+    """``n`` more ticks, 12 s apart."""
+    for _ in range(n):
+        clock.elapsed += 12
+        await h.tick(context)
+
+
 async def test_a_child_visible_after_its_trace_was_scored_is_scored_again_with_the_same_score_ids(
     harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
-    h = await harness(traces_target(interval="12s", lag="2m", quiet_period="10s"))
-    context = await h.open()
-    await h.tick(context)  # the first, complete listing
+    h, context = await listed(harness)
 
     # Both ended 15 s ago (past the quiet period); one trace's tool call is not visible yet.
     start = clock.now() - timedelta(seconds=20)
@@ -75,9 +89,7 @@ async def test_a_child_visible_after_its_trace_was_scored_is_scored_again_with_t
 
     # Each trace is read again once: later ticks neither read nor post them again.
     reads = reads_of(v4, "t-ok"), reads_of(v4, "t-late")
-    for _ in range(10):
-        clock.elapsed += 12
-        await h.tick(context)
+    await ticks(h, context, clock)
     assert (reads_of(v4, "t-ok"), reads_of(v4, "t-late")) == reads
     assert posts_of(v4, "t-ok") == 4 and posts_of(v4, "t-late") == 8
 
@@ -85,28 +97,21 @@ async def test_a_child_visible_after_its_trace_was_scored_is_scored_again_with_t
 async def test_a_trace_scored_after_the_horizon_is_not_read_again(
     harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
-    h = await harness(traces_target(interval="12s", lag="2m", quiet_period="10s"))
-    context = await h.open()
-    await h.tick(context)
+    h, context = await listed(harness)
     # Visible only now, 60 s after its end (past the 30 s horizon): all its rows had time to come.
     v4.add_rows(*agent_trace("t-old", clock.now() - timedelta(seconds=65)))
     clock.elapsed += 120  # a sweep lists it
     report = await h.tick(context)
     assert report.scored == 1
     reads = reads_of(v4, "t-old")
-    for _ in range(10):
-        clock.elapsed += 12
-        await h.tick(context)
+    await ticks(h, context, clock)
     assert reads_of(v4, "t-old") == reads and posts_of(v4, "t-old") == 4
 
 
 async def test_after_a_restart_a_trace_scored_within_the_horizon_is_scored_again_once(
     harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
 ) -> None:
-    target = traces_target(interval="12s", lag="2m", quiet_period="10s")
-    h = await harness(target)
-    first = await h.open()
-    await h.tick(first)
+    h, first = await listed(harness)
     start = clock.now() - timedelta(seconds=20)
     root, *late = agent_trace("t-late", start)
     v4.add_rows(root)
@@ -127,7 +132,5 @@ async def test_after_a_restart_a_trace_scored_within_the_horizon_is_scored_again
     after = scores_of(v4, "t-late")
     assert before["tool_call_accuracy"][1] == 0.0 and after["tool_call_accuracy"][1] == 1.0
     assert {name: i for name, (i, _) in after.items()} == {name: i for name, (i, _) in before.items()}
-    for _ in range(10):
-        clock.elapsed += 12
-        await h.tick(restarted)
+    await ticks(h, restarted, clock)
     assert posts_of(v4, "t-late") == 8  # once by each process: an overwrite
