@@ -19,7 +19,9 @@ Per rate it prints:
   ``--settle`` seconds after the traffic, once no sweep can see it);
 - whether late children were read: for every trace with a row visible after its root's (and up to
   ``--check`` others), the rows are read back from the stand-in once all are visible, scored locally with the
-  same metrics, and the values compared with those posted ("complete" = all equal);
+  same metrics, and the values compared with those posted ("complete" = all equal); how many traces had
+  their scores written again (scored again once a late child was read: an overwrite, same ids) and, for
+  those, p95 and max from the root's end to the last write;
 - the worker's CPU per scored trace (user + system, during the traffic and drain).
 
 ``--code DIR`` runs the worker from another copy of the package (``git archive main trace_scorer | tar -x -C
@@ -77,6 +79,11 @@ class Result:
     posts_per_100: float = 0.0
     late_traces: int = 0
     late_complete: int = 0
+    #: Traces whose scores were written again (an overwrite: scored again once a late child was read).
+    rescored: int = 0
+    #: From a root's end to its trace's scores as they stayed (the last write), over the rescored traces.
+    rescored_p95: float = 0.0
+    rescored_max: float = 0.0
     checked: int = 0
     checked_complete: int = 0
     cpu_ms_per_trace: float = 0.0
@@ -173,11 +180,15 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         summary = lf.score_summary()
     result.duplicates = int(summary.get("duplicate_count", 0))
     last: dict[str, datetime] = {}
+    final: dict[str, datetime] = {}
     values: dict[str, dict[str, float]] = {}
     for s in stored:
         when = datetime.fromisoformat(s["_firstReceived"].replace("Z", "+00:00"))
+        written = datetime.fromisoformat(s["_lastReceived"].replace("Z", "+00:00"))
         trace_id = s["traceId"]
         last[trace_id] = max(last.get(trace_id, when), when)
+        if written > when:
+            final[trace_id] = max(final.get(trace_id, written), written)
         values.setdefault(trace_id, {})[s["name"]] = s["value"]
     fresh: list[float] = []
     for trace_id, r in rendered.items():
@@ -192,6 +203,11 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         result.p50 = round(statistics.median(fresh), 1)
         result.p95 = round(percentile(fresh, 0.95), 1)
         result.max = round(max(fresh), 1)
+    again = [(final[t] - r.end).total_seconds() for t, r in rendered.items() if t in final and r.end >= warm]
+    result.rescored = len(again)
+    if again:
+        result.rescored_p95 = round(percentile(again, 0.95), 1)
+        result.rescored_max = round(max(again), 1)
     scored = [t for t in rendered if t in last]
     result.scored_live = len(scored)
     steady = sum(1 for r in rendered.values() if warm <= r.end < traffic_end)

@@ -3,14 +3,12 @@ Langfuse holds exactly one score per (trace, score name) — none missing, none 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from standins.faults import FaultConfig, ScriptedFault
 from standins.handles import wait_until
 from standins.worker import worker_environment
-from tests.support.e2e import StartRun, assert_exactly_once, backlog, target_for
+from tests.support.e2e import StartRun, assert_exactly_once, backlog, kill_mid_post, target_for
 
 pytestmark = pytest.mark.slow
 
@@ -46,14 +44,10 @@ def test_kill_9_at_several_points_then_restart_scores_everything_exactly_once(
     assert first.kill9() == -9
     assert run.stored() < total
 
-    # 2. While a score post is in flight: Langfuse takes it (and stores it, 1.5 s later) but the worker
+    # 2. While a score post is in flight: Langfuse holds it (and stores it once released) but the worker
     #    dies before the answer, so the batch is not in its ledger: the restart posts it again (overwrite).
-    lf.script_faults(ScriptedFault("latency", route=post_route, seconds=1.5))
-    second = run.worker(env)
-    assert wait_until(lambda: lf.stats()["script_left"] == 0, timeout=90), run.logs()
-    time.sleep(0.3)
-    assert second.kill9() == -9
-    time.sleep(1.5)  # the stand-in finishes storing the post the worker never saw answered
+    lf.script_faults(ScriptedFault("hold", route=post_route))
+    kill_mid_post(run, run.worker(env), post_route)
     stored_after_post = run.stored()
     assert stored_after_post < total
 
@@ -67,7 +61,6 @@ def test_kill_9_at_several_points_then_restart_scores_everything_exactly_once(
     # 4. The last restart finishes the backlog; SIGTERM stops it cleanly.
     last = run.worker(env)
     assert run.wait_for_all(last, timeout=120), run.logs()
-    time.sleep(0.5)
     assert last.terminate() == 0, run.logs()
 
     assert_exactly_once(run)

@@ -4,15 +4,13 @@ holds exactly one score per (session, score name) — none missing, none duplica
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from standins.faults import FaultConfig, ScriptedFault
 from standins.generate import Corpus
 from standins.handles import wait_until
 from standins.worker import worker_environment
-from tests.support.e2e import POLITE, StartRun, assert_exactly_once, backlog, target_for
+from tests.support.e2e import POLITE, StartRun, assert_exactly_once, backlog, kill_mid_post, target_for
 
 pytestmark = pytest.mark.slow
 
@@ -58,18 +56,13 @@ def test_kill_9_mid_session_run_then_restart_scores_every_session_exactly_once(
 
     # 2. While a score post is in flight: Langfuse stores it, the worker dies before the answer, so those
     #    sessions are not in its ledger: the restart posts them again (an overwrite, same ids).
-    lf.script_faults(ScriptedFault("latency", route=post_route, seconds=1.5))
-    second = run.worker(env)
-    assert wait_until(lambda: lf.stats()["script_left"] == 0, timeout=90), run.logs()
-    time.sleep(0.3)
-    assert second.kill9() == -9
-    time.sleep(1.5)  # the stand-in finishes storing the post the worker never saw answered
+    lf.script_faults(ScriptedFault("hold", route=post_route))
+    kill_mid_post(run, run.worker(env), post_route)
     assert run.stored() < total
 
     # 3. The last restart finishes; SIGTERM stops it cleanly.
     last = run.worker(env)
     assert run.wait_for_all(last, timeout=120), run.logs()
-    time.sleep(0.5)
     assert last.terminate() == 0, run.logs()
 
     assert_exactly_once(run)

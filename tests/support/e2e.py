@@ -154,6 +154,22 @@ class Run:
 StartRun = Callable[..., Run]
 
 
+def kill_mid_post(run: Run, worker: WorkerProcess, route: str) -> None:
+    """kill -9 ``worker`` while Langfuse holds its score post on ``route`` (a scripted ``hold``), then let
+    Langfuse finish that post: its scores are stored, and the worker never saw the answer."""
+    lf = run.lf
+    assert wait_until(lambda: lf.stats()["held"] == 1, timeout=90), run.logs()
+    assert worker.kill9() == -9
+    answered = answered_requests(lf, route)
+    lf.release()
+    assert wait_until(lambda: answered_requests(lf, route) > answered, timeout=30), run.logs()
+
+
+def answered_requests(lf: LangfuseHandle, route: str) -> int:
+    """Requests on ``route`` the stand-in has answered (stored, for a score post), whatever the answer."""
+    return sum(lf.stats()["requests"].get(route, {}).values())
+
+
 def assert_exactly_once(run: Run) -> None:
     """Langfuse holds exactly the expected scores, one each: none missing, none extra, none twice."""
     summary = run.lf.score_summary()

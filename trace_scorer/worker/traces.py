@@ -35,7 +35,7 @@ import json
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -43,10 +43,11 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.rows import Observation
-from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
+from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, TraceRows, trace_root_from_row
 from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
-from trace_scorer.langfuse.trace_scan import TOO_MANY_ROWS, OversizedTrace
+from trace_scorer.langfuse.trace_scan import MAX_IDS_PER_SCAN, TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
+from trace_scorer.worker.late_rows import LateRows
 from trace_scorer.worker.source import SourceBase
 from trace_scorer.worker.tick import Tick, TickReport
 
@@ -133,6 +134,12 @@ class WindowPlan:
     complete: bool = True
 
 
+class KeepTrace(Protocol):
+    """Whether a trace read again is to be scored again."""
+
+    def __call__(self, trace: TraceRows, /) -> bool: ...
+
+
 def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -153,6 +160,8 @@ class TraceSource(SourceBase):
         self.left_at: datetime | None = None
         #: The latest a root was seen to appear after a listing that came after its end (seconds).
         self.late_seen = 0.0
+        #: v4: traces scored before a late child could be visible, to be read again (late_rows).
+        self.late_rows = LateRows()
 
     async def tick(self, now: datetime, stop: asyncio.Event) -> TickReport:
         tick = self.start_tick(self.present(now), stop)
@@ -160,9 +169,10 @@ class TraceSource(SourceBase):
         self.scorer.record_unrecorded()  # what was posted but not recorded first: its traces are done
         await self.retry_failures(tick)
         window = self.next_window(now, report)
+        fresh = self.late_rows.enabled = self.client.reads.rows_appear_at_end
         if window is None:
+            await self.recheck_late_rows(tick)
             return report
-        fresh = self.client.reads.rows_appear_at_end
         if self.left_at is not None and window.start < self.left_at:
             self.listed_at = self.swept_at = None  # the watermark was moved back: list the window whole again
         ended_since, sweep = self.ended_since(now) if fresh else (None, False)
@@ -179,6 +189,7 @@ class TraceSource(SourceBase):
             self.listed_at = now
             if sweep:
                 self.swept_at = now
+        await self.recheck_late_rows(tick)
         return report
 
     def ended_since(self, now: datetime) -> tuple[datetime | None, bool]:
@@ -187,12 +198,29 @@ class TraceSource(SourceBase):
         if self.listed_at is None:
             return None, True
         lag = self.target.lag
-        margin = min(max(self.target.quiet_period, FRESH_MARGIN, LATE_FACTOR * self.late_seen), max(lag, 0.0))
-        since = self.listed_at - timedelta(seconds=max(margin, self.target.quiet_period))
+        since = self.listed_at - timedelta(seconds=max(self.margin(), self.target.quiet_period))
         if self.swept_at is None or now - self.swept_at >= timedelta(seconds=lag):
             swept = self.swept_at or self.listed_at
             return min(since, swept - timedelta(seconds=lag)), True
         return since, False
+
+    def margin(self) -> float:
+        """Seconds after its end within which a row is sure to be read (v4): how far back a fresh listing
+        reaches, and how long after its root's end a scored trace is read again for late children."""
+        late = max(self.late_seen, self.late_rows.late_seen)
+        return min(max(self.target.quiet_period, FRESH_MARGIN, LATE_FACTOR * late), max(self.target.lag, 0.0))
+
+    async def recheck_late_rows(self, tick: Tick) -> None:
+        """Read again the traces scored before a late child could be visible; score again (the same score
+        ids: an overwrite) those whose rows changed (:mod:`trace_scorer.worker.late_rows`)."""
+        due = self.late_rows.due(tick.now)
+        failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in due]) if due else {}
+        self.late_rows.forget(list(failed))  # the retry path reads those again anyway
+        for batch in chunks([r for r in due if r.trace_id not in failed], MAX_IDS_PER_SCAN):
+            if tick.stop.is_set():
+                return
+            await self.score_roots(batch, tick, keep=self.late_rows.changed)
+            self.late_rows.forget([r.trace_id for r in batch])
 
     def _learn_lateness(self, todo: Sequence[TraceRoot]) -> None:
         """A new root that had ended before the previous listing was not visible then: it came that late.
@@ -265,6 +293,9 @@ class TraceSource(SourceBase):
         failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in ready])
         config_hash = tick.plan.config_hash
         todo = [r for r in ready if known.get(r.trace_id) != config_hash and r.trace_id not in failed]
+        if self.listed_at is None and self.late_rows.enabled:  # scored before this process: rows not known
+            done = [r for r in ready if known.get(r.trace_id) == config_hash]
+            self.late_rows.scored_before(done, tick.now, self.margin())
         # Traces read again behind the window are expected to be known: not worth a skip count.
         if already := sum(1 for r in ready if known.get(r.trace_id) == config_hash and r.start_time >= window.start):
             tick.report.skipped["already scored"] += already
@@ -362,15 +393,19 @@ class TraceSource(SourceBase):
             ready[root.trace_id] = root
         return list(ready.values()), hold, complete
 
-    async def score_roots(self, roots: Sequence[TraceRoot], tick: Tick) -> None:
+    async def score_roots(self, roots: Sequence[TraceRoot], tick: Tick, *, keep: KeepTrace | None = None) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
         read, while the rest of the batch is still being read. Each page read counts as progress (the
-        transport reports it): a scan may read many pages before it hands on a trace."""
-        await self.scorer.run(self._work_items(roots, tick), tick)
+        transport reports it): a scan may read many pages before it hands on a trace. ``keep``: score only
+        the traces it keeps (a re-check of scored traces; the others are left as they are)."""
+        await self.scorer.run(self._work_items(roots, tick, keep), tick)
 
-    async def _work_items(self, roots: Sequence[TraceRoot], tick: Tick) -> AsyncGenerator[WorkItem, None]:
+    async def _work_items(
+        self, roots: Sequence[TraceRoot], tick: Tick, keep: KeepTrace | None = None
+    ) -> AsyncGenerator[WorkItem, None]:
         """The batch's traces as samples, in the order they are read; once all are read, the ones with
-        nothing to score (oversized, no observations) are recorded as done, so they are not read again."""
+        nothing to score (oversized, no observations) are recorded as done, so they are not read again.
+        Traces read again (``keep``) are already done: those it drops, or not found, are left as they are."""
         by_id = {r.trace_id: r for r in roots}
         found: set[str] = set()
         #: Traces yielded for scoring or set aside as oversized: the rest of the batch had nothing to read.
@@ -385,6 +420,9 @@ class TraceSource(SourceBase):
                 continue
             found.add(trace.trace_id)
             root = by_id[trace.trace_id]
+            if keep is not None and (isinstance(trace, OversizedTrace) or not keep(trace)):
+                handled.add(trace.trace_id)
+                continue
             if isinstance(trace, OversizedTrace):
                 # Recorded as done below, so logged once: not read again (until the configuration changes).
                 cap = "max_rows_per_trace" if trace.reason == TOO_MANY_ROWS else "max_answer_bytes"
@@ -417,6 +455,8 @@ class TraceSource(SourceBase):
             items = self.work_items(trace.observations, root)
             if not items:
                 oversized.setdefault(NOTHING_MATCHED, []).append(trace.trace_id)
+            elif self.late_rows.enabled:
+                self.late_rows.scored(root, trace.observations, tick.now, self.margin())
             for item in items:
                 if root.end_time is None:
                     item.sample.notes.append("the trace had not ended; scored as it was after `unfinished_after`")
@@ -425,7 +465,7 @@ class TraceSource(SourceBase):
         for reason, trace_ids in oversized.items():
             tick.report.skipped[reason] += len(trace_ids)
             self.state.record_scored(self.target.name, trace_ids, config_hash, tick.now, reason=reason)
-        missing = [trace_id for trace_id in by_id if trace_id not in handled]
+        missing = [trace_id for trace_id in by_id if trace_id not in handled] if keep is None else []
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             tick.report.skipped["no observations"] += len(missing)

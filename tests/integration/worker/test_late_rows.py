@@ -1,0 +1,136 @@
+"""Issue #29 on Langfuse v4, late children: a trace scored before one of its rows was visible is read once
+more after the horizon and scored again when its rows changed — the same score ids (an overwrite, never a
+duplicate); a trace whose rows did not change is read again once and posted once."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from tests.support.clocks import FakeClock
+from tests.support.langfuse_inprocess import InProcessLangfuse
+from tests.support.worker import Harness, MakeHarness, agent_trace, traces_target
+from trace_scorer.worker.late_rows import RECHECK_WAIT
+from trace_scorer.worker.service import Context
+from trace_scorer.worker.traces import FRESH_MARGIN
+
+OBSERVATIONS = "/api/public/v2/observations"
+
+
+def scores_of(v4: InProcessLangfuse, trace_id: str) -> dict[str, tuple[str, Any]]:
+    """Score name → (id, value) stored for the trace."""
+    return {s["name"]: (s["id"], s["value"]) for s in v4.scores.values() if s["traceId"] == trace_id}
+
+
+def posts_of(v4: InProcessLangfuse, trace_id: str) -> int:
+    """How many scores of the trace were sent (every post, overwrites included)."""
+    sent = [s for post in v4.score_posts for s in post] + [e["body"] for e in v4.events]
+    return sum(1 for s in sent if s.get("traceId") == trace_id)
+
+
+def reads_of(v4: InProcessLangfuse, trace_id: str) -> int:
+    """Observation reads that asked for this trace's rows by id (``traceId=`` or ``traceId any of``)."""
+    count = 0
+    for call in v4.calls_to("GET", OBSERVATIONS):
+        params = call.request.url.params
+        conditions = json.loads(params.get("filter", "[]"))
+        ids = [c["value"] for c in conditions if c["column"] == "traceId"]
+        if params.get("traceId") == trace_id or any(trace_id in v for v in ids):
+            count += 1
+    return count
+
+
+async def listed(harness: MakeHarness) -> tuple[Harness, Context]:
+    """A worker on the production timing defaults that made its first, complete listing."""
+    h = await harness(traces_target(interval="12s", lag="2m", quiet_period="10s"))
+    context = await h.open()
+    await h.tick(context)
+    return h, context
+
+
+async def ticks(h: Harness, context: Context, clock: FakeClock, n: int = 10) -> None:
+    """``n`` more ticks, 12 s apart."""
+    for _ in range(n):
+        clock.elapsed += 12
+        await h.tick(context)
+
+
+async def test_a_child_visible_after_its_trace_was_scored_is_scored_again_with_the_same_score_ids(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    h, context = await listed(harness)
+
+    # Both ended 15 s ago (past the quiet period); one trace's tool call is not visible yet.
+    start = clock.now() - timedelta(seconds=20)
+    root, *late = agent_trace("t-late", start)
+    v4.add_rows(root, *agent_trace("t-ok", start))
+    clock.elapsed += 1
+    report = await h.tick(context)
+    assert report.scored == 2
+    before = scores_of(v4, "t-late")
+    assert before["tool_call_accuracy"][1] == 0.0  # scored without the call: the only one it had
+
+    v4.add_rows(*late)  # the late children: the generation calling the tool, the tool's run
+    # Read again once the horizon (the listing's margin) after the root's end has passed and the earliest
+    # due re-check has waited for others: not before.
+    ended = start + timedelta(seconds=5)
+    while clock.now() < ended + timedelta(seconds=FRESH_MARGIN + RECHECK_WAIT):
+        assert scores_of(v4, "t-late") == before
+        clock.elapsed += 12
+        report = await h.tick(context)
+
+    after = scores_of(v4, "t-late")
+    assert after["tool_call_accuracy"][1] == 1.0  # the late call is scored now
+    assert {name: i for name, (i, _) in after.items()} == {name: i for name, (i, _) in before.items()}
+    assert report.scored == 1  # only the trace whose rows changed
+    assert len(v4.scores) == 8  # two traces, four scores each: overwritten, none twice
+    assert posts_of(v4, "t-ok") == 4 and posts_of(v4, "t-late") == 8
+
+    # Each trace is read again once: later ticks neither read nor post them again.
+    reads = reads_of(v4, "t-ok"), reads_of(v4, "t-late")
+    await ticks(h, context, clock)
+    assert (reads_of(v4, "t-ok"), reads_of(v4, "t-late")) == reads
+    assert posts_of(v4, "t-ok") == 4 and posts_of(v4, "t-late") == 8
+
+
+async def test_a_trace_scored_after_the_horizon_is_not_read_again(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    h, context = await listed(harness)
+    # Visible only now, 60 s after its end (past the 30 s horizon): all its rows had time to come.
+    v4.add_rows(*agent_trace("t-old", clock.now() - timedelta(seconds=65)))
+    clock.elapsed += 120  # a sweep lists it
+    report = await h.tick(context)
+    assert report.scored == 1
+    reads = reads_of(v4, "t-old")
+    await ticks(h, context, clock)
+    assert reads_of(v4, "t-old") == reads and posts_of(v4, "t-old") == 4
+
+
+async def test_after_a_restart_a_trace_scored_within_the_horizon_is_scored_again_once(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    h, first = await listed(harness)
+    start = clock.now() - timedelta(seconds=20)
+    root, *late = agent_trace("t-late", start)
+    v4.add_rows(root)
+    clock.elapsed += 1
+    assert (await h.tick(first)).scored == 1
+    before = scores_of(v4, "t-late")
+    first.state.close()  # the process stops before the horizon; its children come while it is down
+
+    v4.add_rows(*late)
+    clock.elapsed += 5
+    restarted = await h.open()
+    report = await h.tick(restarted)
+    assert report.scored == 0  # done, says the ledger
+    ended = start + timedelta(seconds=5)
+    while clock.now() < ended + timedelta(seconds=FRESH_MARGIN + RECHECK_WAIT):
+        clock.elapsed += 12
+        await h.tick(restarted)
+    after = scores_of(v4, "t-late")
+    assert before["tool_call_accuracy"][1] == 0.0 and after["tool_call_accuracy"][1] == 1.0
+    assert {name: i for name, (i, _) in after.items()} == {name: i for name, (i, _) in before.items()}
+    await ticks(h, restarted, clock)
+    assert posts_of(v4, "t-late") == 8  # once by each process: an overwrite
