@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from trace_scorer import progress
+from trace_scorer import jsonbytes, progress
 from trace_scorer.langfuse.clock import Clock, ServerTime
 from trace_scorer.langfuse.endpoints import Endpoint
 from trace_scorer.langfuse.errors import (
@@ -264,7 +264,7 @@ class _ReportingStream(httpx.AsyncByteStream):
 def _json_or_text(raw: bytes, encoding: str | None) -> Any:
     """The answer as JSON, else as text (an HTML 404, a proxy's error page)."""
     try:
-        return json.loads(raw)
+        return jsonbytes.loads(raw)
     except ValueError:
         pass
     try:
