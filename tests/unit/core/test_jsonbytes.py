@@ -44,7 +44,7 @@ def test_loads_reads_what_the_standard_library_reads_with_the_same_values() -> N
         json.dumps(BODY, ensure_ascii=False),
         '{"big": 12345678901234567890123, "low": -9223372036854775809, "u64": 18446744073709551615}',
         '{"f": 0.1, "e": 1.5e-7, "neg": -0.0, "dup": 1, "dup": 2}',
-        '[NaN, Infinity, -Infinity, 1e400]',
+        "[NaN, Infinity, -Infinity, 1e400]",
         '"\\ud800 lone surrogate"',
     ]
     for text in texts:
