@@ -15,26 +15,45 @@ input that encoded before fails now.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-#: A run of 19 digits: an integer orjson may read as a float (past 64 bits), or a long mantissa.
-_LONG_NUMBER = re.compile(r"[0-9]{19}")
-_LONG_NUMBER_BYTES = re.compile(rb"[0-9]{19}")
+
+
+def _number_shape() -> bytes:
+    """A ``bytes.translate`` table: digits to ``0``, what may precede a JSON number to ``|``, the rest
+    to ``x`` (a translation and a substring search run in C, ~1 ns a byte; a regular expression took
+    ten times longer than orjson's decoding)."""
+    table = bytearray(b"x" * 256)
+    for byte in b"0123456789":
+        table[byte] = ord("0")
+    for byte in b":,[- \t\r\n":
+        table[byte] = ord("|")
+    return bytes(table)
+
+
+_NUMBER_SHAPE = _number_shape()
+#: An integer of 19 digits or more: orjson reads one past 64 bits as a float.
+_LONG_INTEGER = b"|" + b"0" * 19
 
 
 def loads(text: str | bytes) -> Any:
-    """``json.loads(text)``, the same value, faster. orjson reads an integer past 64 bits as a float
-    (the standard library: exactly), so text with a 19-digit run anywhere goes to the standard library;
-    what orjson refuses and the standard library reads (NaN and Infinity, lone surrogates, numbers past a
-    double's range, a BOM, UTF-16) goes to it too, and what both refuse raises its ``ValueError``."""
-    pattern = _LONG_NUMBER_BYTES if isinstance(text, bytes) else _LONG_NUMBER
-    if pattern.search(text) is None:  # type: ignore[arg-type]  # the pattern matches the text's type
+    """``json.loads(text)``: the same value, ~4× faster. orjson reads an integer past 64 bits as a float
+    (the standard library: exactly), so a text with a run of 19 digits where a number may start goes to
+    the standard library (a digit run inside a string too: slower, the same value); so does what orjson
+    refuses and the standard library reads (NaN and Infinity, lone surrogates, numbers past a double's
+    range, a BOM or UTF-16 in bytes), and what both refuse raises the standard library's ``ValueError``."""
+    try:
+        raw = text.encode() if isinstance(text, str) else text
+    except UnicodeEncodeError:  # a lone surrogate
+        return json.loads(text)
+    shape = raw.translate(_NUMBER_SHAPE)
+    # Counting digits first: a short text's substring search cost more than its decoding.
+    if shape.count(b"0") < 19 or (_LONG_INTEGER not in shape and not shape.startswith(_LONG_INTEGER[1:])):
         try:
-            return orjson.loads(text)
+            return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
     return json.loads(text)

@@ -43,6 +43,10 @@ def test_loads_reads_what_the_standard_library_reads_with_the_same_values() -> N
     texts = [
         json.dumps(BODY, ensure_ascii=False),
         '{"big": 12345678901234567890123, "low": -9223372036854775809, "u64": 18446744073709551615}',
+        "[1,\n\t12345678901234567890123]",
+        "-12345678901234567890123",
+        "12345678901234567890123",
+        '{"cost": 0.00016199999999999998, "id": "8d7edb98ed9691880000000000000030", "text": "1234567890123456789012"}',
         '{"f": 0.1, "e": 1.5e-7, "neg": -0.0, "dup": 1, "dup": 2}',
         "[NaN, Infinity, -Infinity, 1e400]",
         '"\\ud800 lone surrogate"',
