@@ -59,6 +59,42 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text)
 
 
+#: Floats both libraries spell the same way (plain decimals; outside, ``1e-05`` against ``1e-5``).
+_PLAIN_FLOATS = (1e-4, 1e16)
+_INT64 = (-(2**63), 2**63)
+
+
+def plain(value: Any) -> bool:
+    """True when orjson writes ``value`` as the standard library's ``json.dumps`` does (compact, no ASCII
+    escaping), so either may encode it: dicts with string keys and lists of strings, booleans, None,
+    64-bit integers and finite floats written without an exponent. Exact types only (a subclass, a
+    tuple, anything ``default=`` would convert: False), and too deep to walk: False."""
+    try:
+        return _plain(value)
+    except RecursionError:
+        return False
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            if type(item) is not str and item is not None and not _plain(item):  # strings: the common leaf
+                return False
+        return True
+    if kind is list:
+        return all(type(item) is str or _plain(item) for item in value)
+    if kind is float:
+        return bool(value == 0.0 or _PLAIN_FLOATS[0] <= abs(value) < _PLAIN_FLOATS[1])
+    if kind is int:
+        return bool(_INT64[0] <= value < _INT64[1])
+    return False
+
+
 def compact(value: Any) -> bytes | None:
     """``value`` as compact UTF-8 JSON (the SDK's request encoding), or None when orjson cannot encode it
     exactly (a datetime, a model, a dataclass: the caller then hands the value to the SDK to encode as

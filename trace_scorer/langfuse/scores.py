@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 from langfuse.api.core.datetime_utils import serialize_datetime
 
+from trace_scorer import jsonbytes
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse.endpoints import INGESTION, SCORES_CREATE, Endpoint
 from trace_scorer.langfuse.errors import (
@@ -77,8 +78,8 @@ class _Prepared:
 def wire_json(value: Any) -> bytes:
     """``value`` as httpx encodes a JSON body (compact, UTF-8, no ASCII escaping, NaN refused): encoded
     once per score, sized from these bytes and sent as they are. orjson (a tenth of the time) where its
-    output is these very bytes (:func:`_same_in_orjson`), the standard library otherwise."""
-    if _same_in_orjson(value):
+    output is these very bytes (:func:`jsonbytes.plain`), the standard library otherwise."""
+    if jsonbytes.plain(value):
         try:
             return orjson.dumps(value)
         except orjson.JSONEncodeError:  # a lone surrogate: the standard library's error, as before
@@ -91,7 +92,7 @@ def _canonical(value: Any) -> str:
     id, so it must stay these very characters (a changed id would make a re-post a new event). orjson's
     sorted output is the same text when it is plain values and ASCII without DEL (which only the standard
     library escapes); otherwise the standard library."""
-    if _same_in_orjson(value):
+    if jsonbytes.plain(value):
         try:
             encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
@@ -100,27 +101,6 @@ def _canonical(value: Any) -> str:
             if encoded.isascii() and b"\x7f" not in encoded:
                 return encoded.decode()
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-#: Floats both libraries spell the same way (plain decimals; outside, ``1e-05`` against ``1e-5``).
-_PLAIN_FLOATS = (1e-4, 1e16)
-_PLAIN_LEAVES = (str, bool, type(None))
-
-
-def _same_in_orjson(value: Any) -> bool:
-    """True when orjson writes ``value`` as the standard library does (string keys; leaves that are
-    strings, booleans, None, 64-bit integers or finite floats spelled without an exponent): a score's
-    fields always are, but metadata may hold anything."""
-    kind = type(value)
-    if kind is dict:
-        return all(type(key) is str and _same_in_orjson(item) for key, item in value.items())
-    if kind is list:
-        return all(_same_in_orjson(item) for item in value)
-    if kind is float:
-        return bool(value == 0.0 or _PLAIN_FLOATS[0] <= abs(value) < _PLAIN_FLOATS[1])
-    if kind is int:
-        return bool(-(2**63) <= value < 2**63)
-    return kind in _PLAIN_LEAVES
 
 
 def _wire_value(score: ScoreToPost) -> float | str:

@@ -56,3 +56,33 @@ def test_an_event_id_is_the_digest_of_the_standard_librarys_sorted_json(metadata
 def test_a_score_json_cannot_hold_is_refused_as_before() -> None:
     with pytest.raises(ValueError):
         wire_json({"value": float("nan")})
+
+
+def test_score_and_event_ids_are_the_uuid5_of_the_standard_library() -> None:
+    from trace_scorer.langfuse import ids
+
+    for name in ["", "score\x1ft-1\x1f\x1f\x1frouge", "Réservé ✓ 😀" * 9, "\x00\x7f"]:
+        assert ids._uuid5(name) == str(uuid.uuid5(SCORE_ID_NAMESPACE, name))
+    session = ScoreSubject.session("chat-1")
+    assert ids.score_id(session, "m") == str(
+        uuid.uuid5(SCORE_ID_NAMESPACE, "\x1f".join(("score", "session", "chat-1", "m")))
+    )
+
+
+def test_plain_values_are_the_ones_orjson_writes_as_the_standard_library() -> None:
+    from trace_scorer import jsonbytes
+
+    assert jsonbytes.plain({"a": ["x", 1, 0.5, -0.0, True, None, {"b": 2**63 - 1}]})
+    for odd in (
+        {"a": 1e-5},
+        {"a": 1e16},
+        {"a": float("nan")},
+        {"a": 2**63},
+        {1: "x"},
+        {"a": (1,)},
+        {"a": datetime.now(UTC)},
+    ):
+        assert not jsonbytes.plain(odd)
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    assert not jsonbytes.plain(loop)
