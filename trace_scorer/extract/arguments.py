@@ -10,9 +10,9 @@ call still counts (the model did call that tool) and the user sees why its argum
 from __future__ import annotations
 
 import ast
-import json
 from typing import Any
 
+from trace_scorer import jsonbytes
 from trace_scorer.extract.model import RAW_ARGUMENTS_KEY, Notes, short
 
 #: Longest string we try to read as a Python literal (ast is linear but not free).
@@ -30,7 +30,7 @@ def read_arguments(value: Any, *, tool: str, notes: Notes) -> dict[str, Any]:
         if not text:
             return {}
         try:
-            parsed = json.loads(text)
+            parsed = jsonbytes.loads(text)
         except (ValueError, RecursionError):
             parsed = _python_literal(text)
             if isinstance(parsed, dict) and all(isinstance(key, str) for key in parsed):

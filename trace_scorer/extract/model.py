@@ -10,6 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
+from trace_scorer import jsonbytes
+
 Role = Literal["system", "user", "assistant", "tool"]
 #: Which payload of a GENERATION is read: a plain string is the user's turn in the input, the answer in
 #: the output.
@@ -40,7 +44,7 @@ class Call:
     def key(self) -> str:
         """Name and arguments as one comparable string (what "the same call" means without ids)."""
         if self._key is None:
-            self._key = self.name + "\x00" + _canonical(self.arguments)
+            self._key = self.name + "\x00" + _identity(self.arguments)
         return self._key
 
 
@@ -63,6 +67,18 @@ class Msg:
             calls = "\x01".join(f"{c.id or ''}\x02{c.key()}" for c in self.calls)
             self._key = f"{self.role}\x00{self.tool_call_id or ''}\x00{self.content}\x00{calls}"
         return self._key
+
+
+def _identity(value: Any) -> str:
+    """``value`` as sorted compact JSON: equal for values whose JSON is equal (compared, never shown).
+    orjson where it writes what the standard library writes (:func:`jsonbytes.plain`), so a value of
+    either kind compares as before; a fifth of the time for the arguments of every call of a trace."""
+    if jsonbytes.plain(value):
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
 
 
 def _canonical(value: Any) -> str:

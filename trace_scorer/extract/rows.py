@@ -12,12 +12,12 @@ the order in which the agent did things.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from trace_scorer import jsonbytes
 from trace_scorer.extract.model import Notes, short
 from trace_scorer.rows import replaces
 from trace_scorer.times import parse_time
@@ -152,7 +152,7 @@ def parse_json_field(value: Any) -> Any:
     """A JSON string parsed; a string that is not JSON as it is; anything else unchanged."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsonbytes.loads(value)
         except (ValueError, RecursionError):
             return value
     return value

@@ -25,13 +25,27 @@ SCORE_ID_NAMESPACE = uuid.UUID("69bbafe4-3fd5-5241-b264-7171d6a11a0d")
 _SEP = "\x1f"
 
 
+_NAMESPACE_BYTES = SCORE_ID_NAMESPACE.bytes
+
+
+def _uuid5(name: str) -> str:
+    """``str(uuid.uuid5(SCORE_ID_NAMESPACE, name))``, the same text in a third of the time (two per
+    score posted; ``uuid.UUID`` checks and converts through an integer): SHA-1 of namespace and name,
+    the first 16 bytes, version 5 and the RFC 4122 variant set, as ``uuid.uuid5`` does."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    text = digest.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
 def score_id(subject: ScoreSubject, name: str) -> str:
     """The score's id: uuid5 of (trace id, observation id, dataset run id, score name); a session's:
     of the session id alone (with a ``session`` part no other subject has), whatever trace it is
     posted on, so a session that grows keeps one score per name."""
     if subject.session_id is not None:
         session = ("score", "session", subject.session_id, name)
-        return str(uuid.uuid5(SCORE_ID_NAMESPACE, _SEP.join(session)))
+        return _uuid5(_SEP.join(session))
     parts = (
         "score",
         subject.trace_id or "",
@@ -39,7 +53,7 @@ def score_id(subject: ScoreSubject, name: str) -> str:
         subject.dataset_run_id or "",
         name,
     )
-    return str(uuid.uuid5(SCORE_ID_NAMESPACE, _SEP.join(parts)))
+    return _uuid5(_SEP.join(parts))
 
 
 def ingestion_event_id(score_id: str, canonical_event: str) -> str:
@@ -50,7 +64,7 @@ def ingestion_event_id(score_id: str, canonical_event: str) -> str:
     is not mistaken for a duplicate. The score itself is still identified by ``score_id``.
     """
     digest = hashlib.sha256(canonical_event.encode()).hexdigest()
-    return str(uuid.uuid5(SCORE_ID_NAMESPACE, _SEP.join(("event", score_id, digest))))
+    return _uuid5(_SEP.join(("event", score_id, digest)))
 
 
 def normalize_timestamp(value: datetime) -> datetime:

@@ -10,6 +10,7 @@ import json
 import math
 import re
 
+from trace_scorer import jsonbytes
 from trace_scorer.config.common import SCORE_NAME_PATTERN
 from trace_scorer.langfuse.types import ScoreConfig, ScoreToPost
 
@@ -41,7 +42,7 @@ def validate_score(score: ScoreToPost, config: ScoreConfig | None) -> list[str]:
     problems += _value_problems(score)
     if config is not None:
         problems += _config_problems(score, config)
-    if score.metadata is not None:
+    if score.metadata is not None and not jsonbytes.plain(score.metadata):  # plain: JSON for sure
         try:
             json.dumps(dict(score.metadata), allow_nan=False)
         except (TypeError, ValueError) as error:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from trace_scorer import progress
+from trace_scorer import jsonbytes, progress
 from trace_scorer.langfuse.clock import Clock, ServerTime
 from trace_scorer.langfuse.endpoints import Endpoint
 from trace_scorer.langfuse.errors import (
@@ -81,6 +81,7 @@ class Transport:
         self._http = http
         self._auth = auth
         self._headers = dict(headers)
+        self._json_headers = {**self._headers, "Content-Type": "application/json"}
         self._policy = policy
         self.budget = budget
         self._stats = stats
@@ -113,13 +114,17 @@ class Transport:
         *,
         params: Mapping[str, QueryValue] | None = None,
         body: Any = None,
+        encoded: bytes | None = None,
         accept: Sequence[int] = (),
         retry: bool = True,
     ) -> PlainAnswer:
         """A plain httpx call answered with JSON; 2xx and ``accept`` statuses are answers.
 
-        ``retry=False`` is for requests that are not idempotent: the caller decides what to do."""
+        ``body`` is encoded as JSON by httpx; ``encoded`` is JSON already encoded (scores, encoded once
+        to size their batches), sent as it is. ``retry=False`` is for requests that are not idempotent:
+        the caller decides what to do."""
         query = _query(params or {})
+        headers = self._headers if encoded is None else self._json_headers
 
         async def attempt() -> PlainAnswer:
             await self.budget.acquire()
@@ -127,7 +132,7 @@ class Transport:
             try:
                 async with self.deadline(self.deadline_seconds):
                     request = self._http.build_request(
-                        endpoint.method, self.base_url + path, params=query, json=body, headers=self._headers
+                        endpoint.method, self.base_url + path, params=query, json=body, content=encoded, headers=headers
                     )
                     response = await self._http.send(request, auth=self._auth, stream=True)
                     try:
@@ -264,7 +269,7 @@ class _ReportingStream(httpx.AsyncByteStream):
 def _json_or_text(raw: bytes, encoding: str | None) -> Any:
     """The answer as JSON, else as text (an HTML 404, a proxy's error page)."""
     try:
-        return json.loads(raw)
+        return jsonbytes.loads(raw)
     except ValueError:
         pass
     try:

@@ -37,3 +37,37 @@ def test_digest_input_ignores_key_order_and_takes_what_json_cannot() -> None:
         deep = [deep]
     expected = json.dumps({"deep": deep}, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
     assert jsonbytes.sorted_digest_input({"deep": deep}) == expected
+
+
+def test_loads_reads_what_the_standard_library_reads_with_the_same_values() -> None:
+    texts = [
+        json.dumps(BODY, ensure_ascii=False),
+        '{"big": 12345678901234567890123, "low": -9223372036854775809, "u64": 18446744073709551615}',
+        "[1,\n\t12345678901234567890123]",
+        "-12345678901234567890123",
+        "12345678901234567890123",
+        '{"cost": 0.00016199999999999998, "id": "8d7edb98ed9691880000000000000030", "text": "1234567890123456789012"}',
+        '{"f": 0.1, "e": 1.5e-7, "neg": -0.0, "dup": 1, "dup": 2}',
+        "[NaN, Infinity, -Infinity, 1e400]",
+        '"\\ud800 lone surrogate"',
+    ]
+    for text in texts:
+        for given in (text, text.encode("utf-8")):
+            expected, got = json.loads(given), jsonbytes.loads(given)
+            assert repr(got) == repr(expected)  # repr: NaN equal to itself, an int not a float
+    assert jsonbytes.loads('{"a": 1}'.encode("utf-16")) == {"a": 1}
+    assert jsonbytes.loads('\ufeff{"bom": 1}'.encode()) == {"bom": 1}  # as bytes; as text both refuse it
+
+
+def test_loads_refuses_what_the_standard_library_refuses() -> None:
+    for text in ("", "{", "not json", "[1,]", b"\xff", '\ufeff{"bom": 1}'):
+        try:
+            json.loads(text)
+        except ValueError as error:
+            expected: type[Exception] = type(error)
+        try:
+            jsonbytes.loads(text)
+        except ValueError as error:
+            assert type(error) is expected
+        else:
+            raise AssertionError(f"{text!r} was read")

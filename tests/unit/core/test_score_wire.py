@@ -1,0 +1,88 @@
+"""Scores are encoded once (langfuse/scores.py): the bytes httpx would send, and event ids as before."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from trace_scorer.langfuse import ScoreSubject, ScoreToPost
+from trace_scorer.langfuse.ids import SCORE_ID_NAMESPACE, format_timestamp
+from trace_scorer.langfuse.scores import ingestion_event, list_element, wire_json
+
+METADATA: list[dict[str, Any] | None] = [
+    None,
+    {"scorer": "trace-scorer", "details": '{"f1": 0.5}', "n": 3, "ok": True, "none": None},
+    {"text": "Réservé ✓ — 😀 \u2028", "del": "a\x7fb", "ctl": "tab\tnew\nline\x01"},
+    {"tiny": 1e-5, "huge": 1e16, "plain": 0.0001, "zero": -0.0, "big": 2**70, "nested": {"a": [1, "x"]}},
+]
+
+
+def _score(metadata: dict[str, Any] | None, value: float = 0.25) -> ScoreToPost:
+    return ScoreToPost(
+        subject=ScoreSubject.trace("t-1"),
+        name="rouge",
+        value=value,
+        data_type="NUMERIC",
+        timestamp=datetime(2026, 11, 26, 9, 0, 0, 123456, tzinfo=UTC),
+        comment="é ok",
+        metadata=metadata,
+    )
+
+
+@pytest.mark.parametrize("metadata", METADATA)
+@pytest.mark.parametrize("value", [0.25, 1e-7, 0.0])
+def test_a_score_is_sent_as_the_bytes_httpx_would_send(metadata: dict[str, Any] | None, value: float) -> None:
+    for build in (ingestion_event, list_element):
+        body = build(_score(metadata, value), "cfg-1")
+        assert wire_json(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+@pytest.mark.parametrize("metadata", METADATA)
+def test_an_event_id_is_the_digest_of_the_standard_librarys_sorted_json(metadata: dict[str, Any] | None) -> None:
+    score = _score(metadata)
+    event = ingestion_event(score, None)
+    canonical = json.dumps(
+        {"timestamp": format_timestamp(score.timestamp), "body": event["body"]}, sort_keys=True, separators=(",", ":")
+    )
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    assert event["id"] == str(uuid.uuid5(SCORE_ID_NAMESPACE, "\x1f".join(("event", score.id, digest))))
+
+
+def test_a_score_json_cannot_hold_is_refused_as_before() -> None:
+    with pytest.raises(ValueError):
+        wire_json({"value": float("nan")})
+
+
+def test_score_and_event_ids_are_the_uuid5_of_the_standard_library() -> None:
+    from trace_scorer.langfuse import ids
+
+    for name in ["", "score\x1ft-1\x1f\x1f\x1frouge", "Réservé ✓ 😀" * 9, "\x00\x7f"]:
+        assert ids._uuid5(name) == str(uuid.uuid5(SCORE_ID_NAMESPACE, name))
+    session = ScoreSubject.session("chat-1")
+    assert ids.score_id(session, "m") == str(
+        uuid.uuid5(SCORE_ID_NAMESPACE, "\x1f".join(("score", "session", "chat-1", "m")))
+    )
+
+
+def test_plain_values_are_the_ones_orjson_writes_as_the_standard_library() -> None:
+    from trace_scorer import jsonbytes
+
+    assert jsonbytes.plain({"a": ["x", 1, 0.5, -0.0, True, None, {"b": 2**63 - 1}]})
+    for odd in (
+        {"a": 1e-5},
+        {"a": 1e16},
+        {"a": float("nan")},
+        {"a": 2**63},
+        {1: "x"},
+        {"a": (1,)},
+        {"a": datetime.now(UTC)},
+    ):
+        assert not jsonbytes.plain(odd)
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    assert not jsonbytes.plain(loop)
