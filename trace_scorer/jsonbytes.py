@@ -1,16 +1,17 @@
-"""JSON encoding on the judge's per-call path: orjson, with the standard library's as the fallback.
+"""JSON on the judge's per-call path: orjson, with the standard library's as the fallback.
 
 Every judge call encodes its request twice: the cache key (``judge/cache.py``) and the body sent
 (``judge/chat.py``). The standard library took ~30 µs for a 4 KB judge request, orjson ~2.5 µs, and
 orjson's compact UTF-8 output is what the ``openai`` SDK's own encoder sends (``ensure_ascii`` off, no
 spaces), byte for byte but for a float exponent's spelling (``1e-7`` for ``1e-07``: the same number). What
 orjson refuses (integers past 64 bits, nesting deeper than 254) falls back to the standard library, so no
-input that encoded before fails now.
+input that encoded before fails now. The answer is decoded once, by orjson too (:func:`loads`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -37,3 +38,12 @@ def sorted_digest_input(value: Any) -> bytes:
         return orjson.dumps(value, default=str, option=_SORTED)
     except (orjson.JSONEncodeError, TypeError):
         return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+
+
+def loads(content: bytes, fallback: Callable[[], Any]) -> Any:
+    """``content`` (UTF-8 JSON) decoded by orjson; what orjson refuses (NaN, integers past 64 bits, another
+    encoding) is ``fallback()``'s, the standard library's decoding, which decodes it or raises as before."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return fallback()

@@ -48,7 +48,7 @@ async def within_deadline(deadline: Deadline, seconds: float, url: str, call: Ca
 
 
 async def send_retrying(
-    retrying: AsyncRetrying,
+    retrying: AsyncRetrying | Callable[[], AsyncRetrying],
     limits: ProviderLimits,
     deadline: Deadline,
     seconds: float,
