@@ -41,8 +41,10 @@ def sorted_digest_input(value: Any) -> bytes:
 
 
 def loads(content: bytes, fallback: Callable[[], Any]) -> Any:
-    """``content`` (UTF-8 JSON) decoded by orjson; what orjson refuses (NaN, integers past 64 bits, another
-    encoding) is ``fallback()``'s, the standard library's decoding, which decodes it or raises as before."""
+    """``content`` (UTF-8 JSON) decoded by orjson; what orjson refuses (NaN, Infinity, another encoding)
+    is ``fallback()``'s, the standard library's decoding, which decodes it or raises as before. One
+    difference: orjson reads an integer past 64 bits as a float (a judge's answer has none but its token
+    counts, which never come near)."""
     try:
         return orjson.loads(content)
     except orjson.JSONDecodeError:
