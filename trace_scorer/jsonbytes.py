@@ -9,7 +9,7 @@ Encoding: every judge call encodes its request twice: the cache key (``judge/cac
 orjson's compact UTF-8 output is what the ``openai`` SDK's own encoder sends (``ensure_ascii`` off, no
 spaces), byte for byte but for a float exponent's spelling (``1e-7`` for ``1e-07``: the same number). What
 orjson refuses (integers past 64 bits, nesting deeper than 254) falls back to the standard library, so no
-input that encoded before fails now.
+input that encoded before fails now. The answer is decoded once, by orjson too (:func:`loads`).
 """
 
 from __future__ import annotations

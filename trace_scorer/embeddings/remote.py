@@ -80,7 +80,7 @@ class EmbeddingProvider:
             if self.on_retry is not None:
                 self.on_retry(ref, status, wait)
 
-        retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=retried)
+        retrying = self._retry.lazy(on_retry_after=self.limits.pause, on_retry=retried)
         url = f"{self.settings.base_url}/embeddings"
         # Plain JSON through the SDK's documented ``post`` (as the judge's chat calls: chat.py says why).
         body = {"model": model_id, "input": list(texts), "encoding_format": "float"}
@@ -94,7 +94,7 @@ class EmbeddingProvider:
                 lambda: self._client.post("/embeddings", body=body, cast_to=CreateEmbeddingResponse),
             )
         except openai.OpenAIError as exc:
-            attempts = retrying.statistics.get("attempt_number", 1)
+            attempts = retrying.attempts
             per_input = isinstance(exc, openai.APIStatusError) and exc.status_code in _PER_INPUT_STATUSES
             times = "attempt" if attempts == 1 else "attempts"
             raise EmbeddingError(ref, f"{describe_error(exc)} (after {attempts} {times})", per_input=per_input) from exc

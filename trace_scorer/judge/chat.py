@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import openai
 import structlog
 from pydantic import BaseModel
@@ -100,6 +101,18 @@ class _Answer:
         if isinstance(usage, dict):
             tokens = (_tokens(usage.get("prompt_tokens")), _tokens(usage.get("completion_tokens")))
         return cls(text, _text(choice.get("finish_reason")), _text(body.get("model")), tokens)
+
+
+def _decoded(response: httpx2.Response) -> object:
+    """The answer's body as the SDK's ``cast_to=object`` gave it: JSON under a JSON content type (orjson,
+    the SDK's ``response.json()`` for what orjson refuses), the text under any other."""
+    content_type = response.headers.get("content-type", "*").split(";", 1)[0]
+    if not content_type.endswith("json"):
+        return response.text
+    try:
+        return jsonbytes.loads(response.content)
+    except ValueError:  # not JSON in UTF-8: the SDK's reading (the charset header), which raises as before
+        return response.json()
 
 
 class _Rejected(Exception):
@@ -216,19 +229,21 @@ class Provider:
                 "max_tokens": max_tokens,
             }
             body.update(request_fields(mode, name, schema if mode == "json_schema" else inline_refs(schema)))
-            # ``cast_to=object``: the answer's JSON as parsed, read by _Answer (building the SDK's
-            # ChatCompletion model took ~15 % of the client's CPU a call for five fields). The body goes
-            # as the bytes the SDK would make of it, encoded by orjson (trace_scorer/jsonbytes.py), and to
-            # the absolute URL the SDK would join from its base URL (one URL parse less a call).
+            # ``cast_to=httpx2.Response``: the answer as the SDK received it (its status checked, its
+            # errors raised as before), decoded once by :func:`_decoded` and read by _Answer (building the
+            # SDK's ChatCompletion model took ~15 % of the client's CPU a call for five fields; its
+            # ``APIResponse`` wrapper and ``json.loads`` another few). The body goes as the bytes the SDK
+            # would make of it, encoded by orjson (trace_scorer/jsonbytes.py), and to the absolute URL the
+            # SDK would join from its base URL (one URL parse less a call).
             content = jsonbytes.compact(body)
             if content is None:
-                return self.client.post(self._chat_url, body=body, cast_to=object)
-            return self.client.post(self._chat_url, content=content, cast_to=object)
+                return self.client.post(self._chat_url, body=body, cast_to=httpx2.Response)
+            return self.client.post(self._chat_url, content=content, cast_to=httpx2.Response)
 
         def refused(exc: BaseException) -> bool:
             return bool(modes) and STEP_DOWN[modes[-1]] is not None and rejects_mode(exc, modes[-1])
 
-        retrying = self._retry.retrying(on_retry_after=self.limits.pause, on_retry=on_retry, permanent=refused)
+        retrying = self._retry.lazy(on_retry_after=self.limits.pause, on_retry=on_retry, permanent=refused)
         started = time.time()
         clock = time.monotonic()
         url = f"{self.settings.base_url}/chat/completions"
@@ -237,10 +252,10 @@ class Provider:
         except openai.APIStatusError as exc:
             if refused(exc):
                 raise _Rejected(modes[-1], exc) from exc  # the caller steps down
-            raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
+            raise self._failure(model_id, exc, retrying.attempts) from exc
         except openai.OpenAIError as exc:
-            raise self._failure(model_id, exc, retrying.statistics.get("attempt_number", 1)) from exc
-        answer = _Answer.read(response)
+            raise self._failure(model_id, exc, retrying.attempts) from exc
+        answer = _Answer.read(_decoded(response))
         usage = Usage(calls=1, cost=None)  # an endpoint that reports no usage: tokens and cost unknown
         if answer.tokens is not None:
             prompt, completion = answer.tokens
@@ -252,7 +267,7 @@ class Provider:
             finish_reason=answer.finish_reason,
             response_model=answer.model,
             mode=modes[-1],
-            attempts=retrying.statistics.get("attempt_number", 1),
+            attempts=retrying.attempts,
             started=started,
             seconds=time.monotonic() - clock,
         )

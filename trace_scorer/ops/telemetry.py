@@ -166,6 +166,10 @@ class Telemetry:
         self.registry = CollectorRegistry(auto_describe=True)
         self._clock = clock
         self._label = _LabelGuard(max_label_values)
+        #: The judge calls' metric children by model and label: prometheus' ``labels()`` (a lock and a
+        #: lookup each) four times a call was ~1 % of a judged trace's CPU. Bounded by the models × 3.
+        self._judge_counters: dict[tuple[object, ...], Counter] = {}
+        self._judge_timers: dict[str, Histogram] = {}
         self._newest_lock = threading.Lock()
         self._newest: dict[str, float] = {}
         r = self.registry
@@ -456,16 +460,26 @@ class Telemetry:
     ) -> None:
         """One LLM call that got an answer (``ok``), an answer that failed validation (``invalid``), or
         none after retries (``error``). ``model``: ``provider/model-id``."""
-        m = self._label("model", model)
-        self._judge_calls.labels(m, outcome).inc()
+        self._judge_counter(self._judge_calls, model, outcome).inc()
         if prompt_tokens:
-            self._tokens.labels(m, "prompt").inc(prompt_tokens)
+            self._judge_counter(self._tokens, model, "prompt").inc(prompt_tokens)
         if completion_tokens:
-            self._tokens.labels(m, "completion").inc(completion_tokens)
+            self._judge_counter(self._tokens, model, "completion").inc(completion_tokens)
         if cost_usd:
-            self._cost.labels(m).inc(cost_usd)
+            self._judge_counter(self._cost, model).inc(cost_usd)
         if duration_seconds is not None:
-            self._judge_seconds.labels(m).observe(duration_seconds)
+            seconds = self._judge_timers.get(model)
+            if seconds is None:
+                seconds = self._judge_timers[model] = self._judge_seconds.labels(self._label("model", model))
+            seconds.observe(duration_seconds)
+
+    def _judge_counter(self, metric: Counter, model: str, *labels: str) -> Counter:
+        """``metric``'s child for ``model`` and ``labels``, made once (``_judge_counters``)."""
+        key = (id(metric), model, *labels)
+        child = self._judge_counters.get(key)
+        if child is None:
+            child = self._judge_counters[key] = metric.labels(self._label("model", model), *labels)
+        return child
 
     def judge_retry(self, model: str, status: int | str, wait_seconds: float) -> None:
         """A judge call's HTTP attempt that failed with ``status`` (HTTP code, ``timeout``, ``connection_error``)

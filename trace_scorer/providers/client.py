@@ -37,18 +37,8 @@ class RequestDeadlineExceeded(openai.APITimeoutError):
         self.message = f"no complete answer within {seconds:g}s (request_deadline)"
 
 
-async def within_deadline(deadline: Deadline, seconds: float, url: str, call: Callable[[], Awaitable[T]]) -> T:
-    """``await call()``, given ``seconds`` in all (reading the answer included); running out raises
-    :class:`RequestDeadlineExceeded` (an ``openai.APITimeoutError``: transient, so retried)."""
-    try:
-        async with deadline(seconds):
-            return await call()
-    except TimeoutError:
-        raise RequestDeadlineExceeded(url, seconds) from None
-
-
 async def send_retrying(
-    retrying: AsyncRetrying,
+    retrying: AsyncRetrying | Callable[[], AsyncRetrying],
     limits: ProviderLimits,
     deadline: Deadline,
     seconds: float,
@@ -64,17 +54,26 @@ async def send_retrying(
     so a retry is not queued behind requests asked after it."""
     priority = request_priority()
 
+    # One coroutine a try, the slot taken and given back and the deadline entered inline: every layer of
+    # the await chain is walked again each time the answer's bytes arrive (~1 % of the CPU a judged trace).
     async def attempt() -> T:
-        async with limits.slot(priority):
+        await limits.enter(priority)
+        try:
             started = limits.now()
             try:
-                answer = await within_deadline(deadline, seconds, url, call)
+                try:
+                    async with deadline(seconds):  # the answer's body included
+                        answer = await call()
+                except TimeoutError:
+                    raise RequestDeadlineExceeded(url, seconds) from None
             except openai.APITimeoutError:
                 limits.timed_out()
                 await limits.hold(limits.now() - started)
                 raise
             limits.answered(limits.now() - started)
             return answer
+        finally:
+            await limits.leave()
 
     return await run_retrying(retrying, attempt)
 

@@ -79,6 +79,15 @@ class RetryPolicy:
             sleep=sleep,
         )
 
+    def lazy(
+        self,
+        on_retry_after: Callable[[float], None] | None = None,
+        on_retry: shared.OnRetry | None = None,
+        permanent: Callable[[BaseException], bool] | None = None,
+    ) -> LazyRetrying:
+        """:meth:`retrying`'s controller, made only when a call's first attempt fails (``run_retrying``)."""
+        return LazyRetrying(lambda: self.retrying(on_retry_after, on_retry, permanent))
+
     def retrying(
         self,
         on_retry_after: Callable[[float], None] | None = None,
@@ -106,3 +115,24 @@ class RetryPolicy:
             sleep=self.sleep,
             on_retry=before_retry,
         )
+
+
+class LazyRetrying:
+    """One call's tenacity controller, made when first asked for: nearly every call succeeds at once and
+    needs none. Call it for the controller (``run_retrying`` does when the first attempt fails)."""
+
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, make: Callable[[], AsyncRetrying]) -> None:
+        self._make = make
+        self._made: AsyncRetrying | None = None
+
+    def __call__(self) -> AsyncRetrying:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    @property
+    def attempts(self) -> int:
+        """The attempts the call made: 1 unless the controller was made and counted more."""
+        return 1 if self._made is None else int(self._made.statistics.get("attempt_number", 1))

@@ -97,3 +97,34 @@ async def test_an_embeddings_request_is_sent_as_create_sends_it(sleeps: SleepRec
     assert [list(v) for v in result.vectors] == [pytest.approx(v) for v in vectors]
     (sent,), (expected,) = ours.requests, sdk.requests
     assert wire(sent) == wire(expected)
+
+
+async def test_an_answer_only_the_standard_library_decodes_is_read_as_before(sleeps: SleepRecorder) -> None:
+    """The answer is decoded by orjson; JSON it refuses (a NaN) is decoded as the SDK decoded it, not lost."""
+    payload = json.loads(completion(verdict(1)).content)
+    payload["usage"] = {"prompt_tokens": 12, "completion_tokens": 7, "cost": float("nan")}
+    reply = httpx.Response(200, content=json.dumps(payload), headers={"content-type": "application/json"})
+    recorder = Recorder(reply)
+    provider = Provider(SETTINGS, KEY, RetryPolicy(sleep=sleeps), sleep=sleeps, http_client=recorder.client())
+    try:
+        answer = await provider.complete("m", MESSAGES, schema=Verdict, temperature=0.0, max_tokens=300)
+    finally:
+        await provider.aclose()
+    assert answer.text == verdict(1)
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens, answer.attempts) == (12, 7, 1)
+
+
+async def test_a_retried_call_counts_its_attempts(sleeps: SleepRecorder) -> None:
+    """The retry controller is made only when a first attempt fails; the attempts are counted as before."""
+    replies = [httpx.Response(503, json={"error": {"message": "busy"}}), completion(verdict(1))]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return replies.pop(0)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    provider = Provider(SETTINGS, KEY, RetryPolicy(sleep=sleeps), sleep=sleeps, http_client=client)
+    try:
+        answer = await provider.complete("m", MESSAGES, schema=Verdict, temperature=0.0, max_tokens=300)
+    finally:
+        await provider.aclose()
+    assert (answer.text, answer.attempts, replies) == (verdict(1), 2, [])
