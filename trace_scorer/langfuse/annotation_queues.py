@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from trace_scorer.errors import UserError
-from trace_scorer.langfuse.endpoints import Endpoint
+from trace_scorer.langfuse.endpoints import QUEUE_ITEM_CREATE, QUEUE_ITEMS
 from trace_scorer.langfuse.errors import LangfuseNotFoundError, LangfuseResponseError
 from trace_scorer.langfuse.transport import Transport
 
-QUEUE_ITEMS = Endpoint("GET", "/api/public/annotation-queues/{queueId}/items")
-QUEUE_ITEM_CREATE = Endpoint("POST", "/api/public/annotation-queues/{queueId}/items")
 #: Items per page read.
 PAGE_LIMIT = 100
 

@@ -1,7 +1,8 @@
 """Every Langfuse operation the adapter uses: one label per operation for counters, logs and tests.
 
-``legacy`` marks the v3-only endpoints the ``langfuse`` 5.x package no longer has (called with plain
-httpx); the others go through the package's generated client.
+``legacy`` marks the v3-only endpoints the ``langfuse`` 5.x package no longer models (the stand-in checks
+their answers against its own shapes: ``standins/contract/legacy.py``). Every request, of either
+generation, goes through ``Transport.plain``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ DATASET_GET = Endpoint("GET", "/api/public/v2/datasets/{datasetName}")
 DATASETS_LIST = Endpoint("GET", "/api/public/v2/datasets")
 DATASET_ITEM_GET = Endpoint("GET", "/api/public/dataset-items/{id}")
 SCORES_CREATE = Endpoint("POST", "/api/public/scores")
+#: Scores read back (cursor-paged): calibrate's labels, compare's runs.
+SCORES_V3 = Endpoint("GET", "/api/public/v3/scores")
+#: An annotation queue's items, read and added (calibrate's `--queue` and `--push-to-queue`).
+QUEUE_ITEMS = Endpoint("GET", "/api/public/annotation-queues/{queueId}/items")
+QUEUE_ITEM_CREATE = Endpoint("POST", "/api/public/annotation-queues/{queueId}/items")
 #: Langfuse's evaluators and evaluation rules (the unstable API: 4.x; langfuse/evaluators.py).
 EVALUATORS = Endpoint("GET", "/api/public/unstable/evaluators")
 EVALUATION_RULES = Endpoint("GET", "/api/public/unstable/evaluation-rules")

@@ -13,11 +13,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trace_scorer.langfuse.endpoints import Endpoint
+from trace_scorer.langfuse.endpoints import SCORES_V3
 from trace_scorer.langfuse.errors import LangfuseResponseError
 from trace_scorer.langfuse.transport import QueryValue, Transport
 
-SCORES_V3 = Endpoint("GET", "/api/public/v3/scores")
 #: The server's page limit (above it: 400).
 SCORES_MAX_LIMIT = 100
 #: Trace ids per request: keeps the query string short (ids are 32 hex characters).
