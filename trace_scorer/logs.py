@@ -15,6 +15,11 @@ procrastinate, …), goes through one processor chain:
 
 The level comes from ``[log] level`` (environment: ``TRACE_SCORER_LOG__LEVEL``), the format from
 ``[log] format`` (``TRACE_SCORER_LOG__FORMAT``; the container image sets ``json``).
+
+structlog is imported when logging is configured, not with this module: importing it loads rich's
+tracebacks and pygments (~0.1 s of CPU), a tenth of a ``score`` run that logs nothing. ``score`` configures
+logging on first use (:func:`logging_on_first_use`): our modules log through :func:`get_logger`, whose
+first event configures it; a standard-logging record does through a stand-in handler.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import structlog
 from pydantic import SecretBytes, SecretStr
 from rich.console import Console
 from rich.file_proxy import FileProxy
+
+if TYPE_CHECKING:
+    import structlog
 
 REDACTED = "[REDACTED]"
 
@@ -172,6 +179,8 @@ _HANDLER_NAME = "trace-scorer"
 
 
 def _shared_processors(*, console: bool) -> list[structlog.typing.Processor]:
+    import structlog
+
     return [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -184,8 +193,18 @@ def _shared_processors(*, console: bool) -> list[structlog.typing.Processor]:
     ]
 
 
-def configure_logging(level: str = "INFO", fmt: Literal["auto", "console", "json"] = "auto") -> None:
+LogFormat = Literal["auto", "console", "json"]
+
+#: The configuration :func:`logging_on_first_use` holds back until something logs; None: none pending.
+_pending: tuple[str, LogFormat] | None = None
+
+
+def configure_logging(level: str = "INFO", fmt: LogFormat = "auto") -> None:
     """Configure structlog and the standard logging module once per process (calling again replaces it)."""
+    global _pending
+    _pending = None
+    import structlog
+
     level = level.upper()
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     renderer: structlog.typing.Processor = (
@@ -200,13 +219,18 @@ def configure_logging(level: str = "INFO", fmt: Literal["auto", "console", "json
     )
     # Libraries' standard-logging records: same processors, same renderer, same stream.
     handler = logging.StreamHandler(_STDERR)
-    handler.set_name(_HANDLER_NAME)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
+    _install(handler, level)
+
+
+def _install(handler: logging.Handler, level: str) -> None:
+    """``handler`` in place of the one installed before (if any), the levels set."""
+    handler.set_name(_HANDLER_NAME)
     root = logging.getLogger()
     for existing in list(root.handlers):
         if existing.get_name() == _HANDLER_NAME:
@@ -219,3 +243,71 @@ def configure_logging(level: str = "INFO", fmt: Literal["auto", "console", "json
     quiet = logging.DEBUG if level == "DEBUG" else logging.WARNING
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(quiet)
+
+
+def _configure_pending() -> None:
+    if _pending is not None:
+        configure_logging(*_pending)
+
+
+class _OnFirstRecord(logging.Handler):
+    """Stands in for the handler :func:`configure_logging` installs: the first record configures logging,
+    then goes to the real handler."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _configure_pending()
+        for handler in logging.getLogger().handlers:
+            if handler.get_name() == _HANDLER_NAME and handler is not self:
+                handler.handle(record)
+
+
+@contextmanager
+def logging_on_first_use(level: str = "INFO", fmt: LogFormat = "auto") -> Iterator[None]:
+    """:func:`configure_logging`, done only if something logs inside the block (or when structlog is
+    already imported: another module may log through it directly). For a command that usually logs
+    nothing; outside the block nothing is held back."""
+    global _pending
+    if "structlog" in sys.modules:
+        configure_logging(level, fmt)
+        yield
+        return
+    _pending = (level, fmt)
+    _install(_OnFirstRecord(), level.upper())
+    try:
+        yield
+    finally:
+        if _pending is not None:  # nothing logged: the stand-in goes, the configuration is not applied
+            _pending = None
+            root = logging.getLogger()
+            for handler in list(root.handlers):
+                if isinstance(handler, _OnFirstRecord):
+                    root.removeHandler(handler)
+
+
+def settle_logging() -> None:
+    """Configure pending logging now if structlog has been imported since (a module that logs through it
+    directly, e.g. the judge's): its events must not go out unconfigured."""
+    if _pending is not None and "structlog" in sys.modules:
+        _configure_pending()
+
+
+class _Logger:
+    """A structlog logger for ``name`` that imports structlog (and configures pending logging) on its
+    first event, not when the module that logs is imported."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, method: str) -> Any:
+        if self._logger is None:
+            _configure_pending()
+            import structlog
+
+            self._logger = structlog.get_logger(self._name)
+        return getattr(self._logger, method)
+
+
+def get_logger(name: str) -> Any:
+    """``structlog.get_logger(name)``, structlog imported on the first event (see the module's docstring)."""
+    return _Logger(name)

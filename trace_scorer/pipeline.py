@@ -13,24 +13,28 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Se
 from contextlib import aclosing
 from dataclasses import dataclass
 
-import structlog
-
-from trace_scorer.embeddings.build import NO_EMBEDDER_MESSAGE
-from trace_scorer.judge.build import NO_JUDGE_MESSAGE
 from trace_scorer.kpi.base import Kpi
+from trace_scorer.logs import get_logger
 from trace_scorer.metrics.base import GroupInput, MetricOutput
 from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.plan import AnyMetric, TargetPlan
 from trace_scorer.providers.limits import next_priority, work_priority
 from trace_scorer.sample import Sample
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)  # structlog imported on the first event (logs.py)
 
-#: Why a metric needing a resource is skipped when that resource is not configured.
-MISSING_RESOURCE = {
-    "judge": NO_JUDGE_MESSAGE,
-    "embedder": NO_EMBEDDER_MESSAGE,
-}
+
+def missing_resource_reason(need: str) -> str:
+    """Why a metric needing a resource is skipped when that resource is not configured. The messages'
+    modules are imported here, not with the pipeline: the judge's and the embedders' packages load
+    structlog and their clients, which a deterministic target never needs (``score``'s start-up)."""
+    if need == "judge":
+        from trace_scorer.judge.build import NO_JUDGE_MESSAGE
+
+        return NO_JUDGE_MESSAGE
+    from trace_scorer.embeddings.build import NO_EMBEDDER_MESSAGE
+
+    return NO_EMBEDDER_MESSAGE
 
 
 class _NamedOutcomes:
@@ -189,7 +193,7 @@ class Pipeline:
             else None
         )
         if missing_resource is not None:
-            outcome = Skipped(MISSING_RESOURCE[missing_resource])
+            outcome = Skipped(missing_resource_reason(missing_resource))
             if missing_resource not in self._warned_resources:
                 self._warned_resources.add(missing_resource)
                 log.warning("metric_skipped_unconfigured", metric=metric.name, reason=outcome.reason)

@@ -16,13 +16,12 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-import structlog
-
 from trace_scorer.embeddings.base import Backend, EmbeddingError, Vector
+from trace_scorer.logs import get_logger
 from trace_scorer.providers.futures import FutureLRU
 from trace_scorer.providers.usage import Usage
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 #: How long a text waits for others to share its request (seconds).
 DEFAULT_LINGER = 0.005

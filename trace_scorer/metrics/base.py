@@ -119,6 +119,10 @@ class Metric(ABC, Generic[OptionsT]):
     needs: ClassVar[tuple[Literal["judge", "embedder"], ...]] = ()
     version: ClassVar[str] = "1"
     value_range: ClassVar[tuple[float | None, float | None]] = (0.0, 1.0)
+    #: False when whoever runs the metric shows neither a score's comment nor its details (``score``'s
+    #: JSON lines and table): a metric whose comment and details cost more than its value may then return
+    #: the value alone (``tool_call_accuracy``). The worker, which posts both, leaves it True.
+    explain: bool = True
 
     def __init__(self, name: str, options: OptionsT, resources: Resources | None = None) -> None:
         self.name = name

@@ -59,14 +59,19 @@ def files_settings(config: Path | None, paths: Sequence[Path]) -> Path | None:
 def run_score(args: argparse.Namespace, settings: Settings) -> int:
     """``score``: read and score ``args.paths`` with ``settings`` (loaded by the command line, its targets
     checked), print the table or the JSON lines."""
-    from trace_scorer.logs import configure_logging
+    from trace_scorer.logs import logging_on_first_use
+
+    with logging_on_first_use(settings.log.level, settings.log.format):  # most runs log nothing
+        return _score(args, settings)
+
+
+def _score(args: argparse.Namespace, settings: Settings) -> int:
     from trace_scorer.metrics.registry import default_registry
     from trace_scorer.offline.jobs import default_jobs
     from trace_scorer.offline.report import print_report
     from trace_scorer.offline.scoring import score_files
     from trace_scorer.offline.targets import choose_target
 
-    configure_logging(settings.log.level, settings.log.format)
     registry = default_registry()
     index, target = choose_target(settings, args.target) or (0, None)
     try:

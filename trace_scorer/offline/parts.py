@@ -73,6 +73,9 @@ class PartScorer:
 
     def __post_init__(self) -> None:
         self.pipeline = Pipeline(self.plan)
+        if self.keep != "all":  # no output shows the comments and details of what is not kept whole
+            for metric in self.plan.sample_metrics:
+                metric.explain = False
 
     def read(self, part: FilePart, out: PartResult) -> Iterator[Sample]:
         """The part's samples, one at a time; what could not be read goes to ``out.errors``, rows and

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from trace_scorer.config import Settings, TargetSettings
 from trace_scorer.config.references import ReferenceSettings
+from trace_scorer.logs import settle_logging
 from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricRegistry
 from trace_scorer.offline.groups import score_groups
@@ -131,6 +132,7 @@ def score_files(
     if settings is not None:
         check_resources(settings)  # refused as when a judged target opens them, though nothing here uses them
     plan = build_plan(scoring, index=index, registry=registry, resources=Resources())
+    settle_logging()  # the metrics' modules are imported: one that logs through structlog gets it configured
     parts, errors, total = plan_parts(paths, jobs)
     render = render_json and target is not None
     keep: Keep = "all" if scoring.group_by or keep_samples else "none" if render else "shown"
@@ -188,6 +190,7 @@ async def _score_remote(
     async with contextlib.AsyncExitStack() as stack:
         resources = open_resources(settings or Settings.model_construct(), stack, tracing_default=False)
         plan = build_plan(target, index=index, registry=registry, resources=resources)
+        settle_logging()  # the judge's modules log through structlog
         scorer = PartScorer(plan, "all", False, concurrency=REMOTE_CONCURRENCY)
         read = PartResult()
         progress = ScoringProgress(sum(p.size for p in parts), enabled=show_progress)  # judged: slow, always

@@ -138,3 +138,40 @@ def test_log_level_from_environment_any_case(tmp_path: Any) -> None:
     empty.write_text("")
     settings = load_settings(empty, environ={"TRACE_SCORER_LOG__LEVEL": "debug", "TRACE_SCORER_LOG__FORMAT": "json"})
     assert (settings.log.level, settings.log.format) == ("DEBUG", "json")
+
+
+_FIRST_USE = """
+import logging, sys
+from trace_scorer.logs import get_logger, logging_on_first_use
+with logging_on_first_use("INFO", "json"):
+    print("quiet", "structlog" in sys.modules)
+    if sys.argv[1] == "log":
+        logging.getLogger("some.library").warning("a library says %s", "sk-lf-0123456789abcdef")
+        get_logger("trace_scorer.pipeline").info("ours", api_key="hunter2", n=1)
+        get_logger("trace_scorer.pipeline").debug("below the level")
+print("after", "structlog" in sys.modules, [type(h).__name__ for h in logging.getLogger().handlers])
+"""
+
+
+@pytest.mark.parametrize("logs", [True, False], ids=["logs", "logs-nothing"])
+def test_logging_configured_on_first_use(logs: bool) -> None:
+    """``score`` configures logging only when something logs (structlog's import is a tenth of a run):
+    the events then come out as configured, ours and a library's; nothing logged leaves nothing behind."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _FIRST_USE, "log" if logs else "none"], capture_output=True, text=True, check=True
+    )
+    assert run.stdout.splitlines()[0] == "quiet False"
+    events = [json.loads(line) for line in run.stderr.splitlines()]
+    if not logs:
+        assert events == []
+        assert run.stdout.splitlines()[1] == "after False []"
+        return
+    assert run.stdout.splitlines()[1] == "after True ['StreamHandler']"
+    library, ours = events
+    assert library["event"] == f"a library says {REDACTED}" and library["logger"] == "some.library"
+    assert library["level"] == "warning"
+    assert list(ours)[:3] == ["timestamp", "level", "event"]
+    assert ours["event"] == "ours" and ours["api_key"] == REDACTED and ours["n"] == 1

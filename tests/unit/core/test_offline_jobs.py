@@ -19,7 +19,7 @@ import pytest
 
 from trace_scorer import cli
 from trace_scorer.config import load_settings
-from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Score
+from trace_scorer.metrics.base import Metric, MetricOutput, Outcome, Resources, Score
 from trace_scorer.metrics.registry import default_registry
 from trace_scorer.offline import jobs as offline_jobs
 from trace_scorer.offline import scoring
@@ -269,3 +269,17 @@ def test_a_judge_configuration_score_refuses_is_refused_for_a_local_target_too(
     code, out, err = score(capsys, "s.jsonl", "--json")
     assert code == 2 and out == ""
     assert "providers[0].api_key_env: environment variable H4_UNSET_KEY" in err
+
+
+def test_only_results_kept_whole_have_their_comments_and_details(tmp_path: Path) -> None:
+    """The JSON lines and the table show neither a score's comment nor its details: the metrics are told
+    so and may skip building them; a caller that keeps everything (compare, calibrate, groups) gets them."""
+    from trace_scorer.offline.parts import PartScorer
+    from trace_scorer.plan import build_plan
+
+    (tmp_path / "settings.toml").write_text(SETTINGS.format(group_by=""))
+    settings = load_settings(tmp_path / "settings.toml")
+    for keep, explain in (("none", False), ("shown", False), ("all", True)):
+        plan = build_plan(settings.targets[0], index=0, registry=default_registry(), resources=Resources())
+        PartScorer(plan, keep, render=keep == "none")
+        assert [m.explain for m in plan.sample_metrics] == [explain] * len(plan.sample_metrics)

@@ -287,3 +287,19 @@ def test_flexible_tp_is_the_maximum_matching_whatever_the_order(
     rnd.shuffle(shuffled_a)
     rnd.shuffle(shuffled_r)
     assert m.compute(shuffled_a, shuffled_r).value == pytest.approx(result.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    calls_strategy,
+    calls_strategy,
+    st.sampled_from([{}, {"mode": "flexible"}, {"order": "strict"}, {"output": "recall"}]),
+)
+def test_without_explaining_the_value_is_the_same_and_nothing_else_is_built(
+    actual: list[ToolCall], reference: list[ToolCall], options: dict[str, Any]
+) -> None:
+    explained = metric(**options).compute(actual, reference)
+    quiet = metric(**options)
+    quiet.explain = False  # what `score`'s JSON lines and table run with: they show neither
+    assert quiet.compute(actual, reference) == Score(explained.value)
+    assert explained.comment and explained.details  # the worker's default: it posts both
