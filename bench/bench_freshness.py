@@ -52,7 +52,7 @@ from standins.generate import Corpus, Scenario
 from standins.handles import LangfuseHandle, start_langfuse
 from standins.langfuse_server import LangfuseOptions
 from standins.worker import PRODUCTION_REFERENCES, WorkerProcess, worker_environment
-from trace_scorer.api import score
+from trace_scorer.api.scoring import score
 from trace_scorer.config.references import ReferenceSettings
 from trace_scorer.extract import extract_sample
 

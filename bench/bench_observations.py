@@ -46,13 +46,13 @@ from trace_scorer.config import load_settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.observations import observation_samples
-from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
-from trace_scorer.logs import configure_logging
+from trace_scorer.langfuse.reads.v4 import BODY_FIELDS
 from trace_scorer.metrics.base import Score, Skipped
 from trace_scorer.ops import Ops
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
+from trace_scorer.runtime.logs import configure_logging
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 from trace_scorer.worker.observations import observation_filter
 from trace_scorer.worker.service import open_context
 from trace_scorer.worker.tick import TickReport

@@ -29,11 +29,11 @@ from standins.langfuse_server import _truncate_metadata
 from trace_scorer.config import load_settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
-from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
+from trace_scorer.langfuse.reads.v4 import BODY_FIELDS
 from trace_scorer.metrics.base import Score, Skipped
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What a check's value flags as a problem (the "flagged" column).

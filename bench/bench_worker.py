@@ -354,10 +354,10 @@ def run_peer(traces: int, concurrency: int, fetch_batch_size: int, faults: Fault
     from trace_scorer.config.targets import TargetSettings
     from trace_scorer.extract import extract_sample
     from trace_scorer.judge import build_judge
-    from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
+    from trace_scorer.langfuse.reads.v4 import BODY_FIELDS
     from trace_scorer.metrics.base import Resources, Score
-    from trace_scorer.pipeline import Pipeline
-    from trace_scorer.plan import build_plan
+    from trace_scorer.scoring.pipeline import Pipeline
+    from trace_scorer.scoring.plan import build_plan
 
     scenario = scenario_for(traces)
     options = LangfuseOptions(

@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(Path(args.code).resolve()))
     from standins.formats import FORMATS, SDK_FORMATS
     from standins.generate import Corpus, Scenario
+    from trace_scorer.data.times import parse_timestamp
     from trace_scorer.extract import (
         extract_sample,
         extract_session,
@@ -53,9 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         samples_from_rows,
     )
     from trace_scorer.extract.observations import observation_samples
-    from trace_scorer.langfuse.reads_v4 import _json_value
+    from trace_scorer.langfuse.reads.v4 import _json_value
     from trace_scorer.langfuse.types import ExperimentItem
-    from trace_scorer.times import parse_timestamp
 
     try:  # the worker's item as extraction takes it; before it took a typed item, the camelCase document
         from trace_scorer.extract.items import item_document

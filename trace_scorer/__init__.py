@@ -5,13 +5,13 @@ from typing import Any
 #: The Python API (docs/python-api.md), imported on first use so that ``import trace_scorer`` (and the
 #: CLI's start-up) does not load the metrics, pydantic models and the pipeline.
 _API = {
-    "score": "trace_scorer.api",
-    "ascore": "trace_scorer.api",
-    "JudgeConfig": "trace_scorer.api",
-    "Results": "trace_scorer.api",
+    "score": "trace_scorer.api.scoring",
+    "ascore": "trace_scorer.api.scoring",
+    "JudgeConfig": "trace_scorer.api.scoring",
+    "Results": "trace_scorer.api.scoring",
     "Sample": "trace_scorer.sample",
-    "langfuse_evaluator": "trace_scorer.evaluators",
-    "langfuse_run_evaluator": "trace_scorer.evaluators",
+    "langfuse_evaluator": "trace_scorer.api.evaluators",
+    "langfuse_run_evaluator": "trace_scorer.api.evaluators",
 }
 
 __all__ = [

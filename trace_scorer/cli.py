@@ -121,7 +121,7 @@ class _Version(argparse.Action):
 
 def _datetime(text: str) -> datetime:
     """ISO dates or times; without a zone they are UTC."""
-    from trace_scorer.times import parse_timestamp
+    from trace_scorer.data.times import parse_timestamp
 
     try:
         return parse_timestamp(text)
@@ -149,7 +149,7 @@ def _traces(text: str) -> int:
 def _run_state(args: argparse.Namespace) -> int:
     """``state migrate`` / ``state import``: only ``[state]`` (and logging) of the settings matter."""
     from trace_scorer.config import load_settings
-    from trace_scorer.logs import configure_logging
+    from trace_scorer.runtime.logs import configure_logging
     from trace_scorer.state.commands import run_import, run_migrate
 
     settings = load_settings(args.config)
@@ -168,8 +168,8 @@ def _run_state(args: argparse.Namespace) -> int:
 
 def _run_metrics(args: argparse.Namespace) -> int:
     """``metrics``: the registry's metrics (built-in and plug-ins), from their classes."""
-    from trace_scorer.catalog import catalog, print_catalog
     from trace_scorer.metrics.registry import default_registry
+    from trace_scorer.onboarding.catalog import catalog, print_catalog
 
     print_catalog(catalog(default_registry()), as_json=args.json)
     return EXIT_OK
@@ -180,10 +180,10 @@ def _run_init(args: argparse.Namespace) -> int:
     import asyncio
     import os
 
-    from trace_scorer.catalog import catalog
     from trace_scorer.config import load_settings
     from trace_scorer.metrics.registry import default_registry
-    from trace_scorer.starter import Survey, recent_samples, render, write_settings
+    from trace_scorer.onboarding.catalog import catalog
+    from trace_scorer.onboarding.starter import Survey, recent_samples, render, write_settings
 
     if args.config.exists() and not args.force:  # before reading anything from Langfuse
         raise UserError(f"{args.config} exists: not overwritten (--force replaces it)")
@@ -207,7 +207,7 @@ def _run_import_evaluators(args: argparse.Namespace) -> int:
     import os
 
     from trace_scorer.config import load_settings
-    from trace_scorer.evaluator_import import import_evaluators
+    from trace_scorer.onboarding.evaluator_import import import_evaluators
 
     settings = load_settings(args.config if args.config is not None else Path(os.devnull))
     return asyncio.run(import_evaluators(settings, args.output, force=args.force))
@@ -217,14 +217,14 @@ def _load_settings(config: Path | None) -> Settings:
     """The settings of a command that plans its targets: a refused file's problems come with those of its
     targets' plans (unknown metric, KPI naming a missing score), in one run rather than two (issue 23)."""
     from trace_scorer.config import load_settings
-    from trace_scorer.plan import raw_target_problems
+    from trace_scorer.scoring.plan import raw_target_problems
 
     return load_settings(config, check_targets=raw_target_problems)
 
 
 def _worker_settings(args: argparse.Namespace) -> Settings:
     from trace_scorer.config import ConfigError
-    from trace_scorer.logs import configure_logging
+    from trace_scorer.runtime.logs import configure_logging
 
     settings = _load_settings(args.config)
     configure_logging(settings.log.level, settings.log.format)

@@ -17,7 +17,7 @@ from standins.formats import FORMATS  # noqa: E402
 from standins.generate import Corpus, Scenario  # noqa: E402
 from standins.langfuse_query import project  # noqa: E402
 from standins.tasks import PRODUCTION_FAULTS  # noqa: E402
-from trace_scorer.langfuse.reads_v4 import BODY_FIELDS  # noqa: E402
+from trace_scorer.langfuse.reads.v4 import BODY_FIELDS  # noqa: E402
 
 SCENARIO = Scenario(seed=11, traces=120, datasets=(), fault_rate=0.5, deviation_rate=0.0, topics_rate=0.0,
                     duplicate_rate=0.0, end="2026-11-20T12:00:00Z")  # fmt: skip

@@ -26,11 +26,11 @@ from standins.langfuse_server import _truncate_metadata
 from standins.worker import PRODUCTION_REFERENCES, WorkerProcess, backlog_timing, production_target
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
-from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
+from trace_scorer.langfuse.reads.v4 import BODY_FIELDS
 from trace_scorer.metrics.base import Resources, Score
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 #: The criterion of the judged metric the tests use (one LLM call per trace).
 POLITE = {"metric": "aspect_critic", "name": "polite", "definition": "The final answer is polite and helpful."}

@@ -21,12 +21,12 @@ from trace_scorer.calibrate.items import LabelledSet, add_item, from_score_lines
 from trace_scorer.calibrate.panels import RULES
 from trace_scorer.calibrate.thresholds import OBJECTIVES
 from trace_scorer.config import Settings, load_settings
+from trace_scorer.data.outcomes import Failed, Score
 from trace_scorer.errors import UserError
-from trace_scorer.logs import configure_logging
 from trace_scorer.offline.command import ScoreFiles
 from trace_scorer.offline.read import ReadError, find_input_files, read_records
-from trace_scorer.outcomes import Failed, Score
-from trace_scorer.plan import raw_target_problems
+from trace_scorer.runtime.logs import configure_logging
+from trace_scorer.scoring.plan import raw_target_problems
 
 EXIT_OK, EXIT_NOTHING_READ = 0, 1
 #: Without ``--since``: labels and scores of the last this many days.
@@ -182,7 +182,7 @@ CALIBRATE_MODULES = ("sklearn", "krippendorff", "tomlkit")
 
 
 def run_calibrate(args: argparse.Namespace, score_files: ScoreFiles) -> int:
-    from trace_scorer.extras import require_extra
+    from trace_scorer.runtime.extras import require_extra
 
     require_extra("calibrate", CALIBRATE_MODULES, "calibrate")
     if args.html:

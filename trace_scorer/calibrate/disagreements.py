@@ -9,7 +9,7 @@ from typing import Any
 
 from trace_scorer.calibrate.items import LabelledItem, LabelledSet
 from trace_scorer.langfuse import LangfuseClient
-from trace_scorer.langfuse.annotation_queues import add_trace, queued_objects
+from trace_scorer.langfuse.writes.annotation_queues import add_trace, queued_objects
 
 
 @dataclass(frozen=True)

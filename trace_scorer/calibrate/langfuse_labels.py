@@ -13,8 +13,8 @@ from typing import Any
 from trace_scorer.calibrate.items import LabelledSet, add_item, label_value
 from trace_scorer.errors import UserError
 from trace_scorer.langfuse import LangfuseClient, LangfuseNotFoundError
-from trace_scorer.langfuse.annotation_queues import queue_items
-from trace_scorer.langfuse.score_reads import ScoreRow, list_scores
+from trace_scorer.langfuse.reads.scores import ScoreRow, list_scores
+from trace_scorer.langfuse.writes.annotation_queues import queue_items
 
 #: Sources of the metric's scores: the worker's (API) and Langfuse's own evaluators' (EVAL).
 METRIC_SOURCES = ("API", "EVAL")

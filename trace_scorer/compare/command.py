@@ -29,14 +29,14 @@ from trace_scorer.compare.terminal import print_report, write_json
 from trace_scorer.compare.worker import EXIT_REGRESSION, compared_names, pass_criterion
 from trace_scorer.config import ConfigError, Settings, TargetSettings, load_settings
 from trace_scorer.config.targets import ALL_SAMPLES
+from trace_scorer.data.outcomes import Score
 from trace_scorer.errors import UserError
 from trace_scorer.langfuse import LangfuseClient
-from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.pass_at_k import attempt_key
 from trace_scorer.offline.command import ScoredFiles, ScoreFiles
-from trace_scorer.outcomes import Score
-from trace_scorer.pipeline import Pipeline, SampleResult
-from trace_scorer.plan import raw_target_problems
+from trace_scorer.runtime.logs import configure_logging
+from trace_scorer.scoring.pipeline import Pipeline, SampleResult
+from trace_scorer.scoring.plan import raw_target_problems
 
 EXIT_OK, EXIT_NOTHING_READ = 0, 1
 #: Without ``--since``: runs of the dataset with items in the last this many days are listed.
@@ -226,7 +226,7 @@ async def _from_langfuse(args: argparse.Namespace, settings: Settings) -> Report
 
 def _target_names(target: TargetSettings) -> list[str]:
     """A target's per-item score names, as its plan orders them (without building judges)."""
-    from trace_scorer.plan import build_plan
+    from trace_scorer.scoring.plan import build_plan
 
     try:
         plan = build_plan(target)

@@ -9,7 +9,7 @@ from typing import Any
 
 from trace_scorer.compare.analysis import BETTER, SAME, WORSE, Comparison, Report
 from trace_scorer.errors import UserError
-from trace_scorer.extras import require_extra
+from trace_scorer.runtime.extras import require_extra
 
 #: What the HTML report imports from the ``report`` extra.
 REPORT_MODULES = ("matplotlib", "jinja2")

@@ -10,7 +10,7 @@ from datetime import datetime
 from trace_scorer.compare.runs import RunRef, RunValues
 from trace_scorer.errors import UserError
 from trace_scorer.langfuse import Dataset, Experiment, LangfuseClient, LangfuseNotFoundError
-from trace_scorer.langfuse.score_reads import trace_scores
+from trace_scorer.langfuse.reads.scores import trace_scores
 
 
 def run_ref(experiment: Experiment) -> RunRef:

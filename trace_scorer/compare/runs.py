@@ -9,11 +9,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from trace_scorer.data.outcomes import Score
+from trace_scorer.data.patterns import SafePattern
 from trace_scorer.errors import UserError
 from trace_scorer.metrics.pass_at_k import attempt_key
-from trace_scorer.outcomes import Score
-from trace_scorer.patterns import SafePattern
-from trace_scorer.pipeline import SampleResult
+from trace_scorer.scoring.pipeline import SampleResult
 
 #: A run spec written ``re:PATTERN`` selects by a regular expression (RE2, searched anywhere in the name).
 PATTERN_PREFIX = "re:"

@@ -27,7 +27,7 @@ from trace_scorer.config.common import SCORE_NAME_PATTERN
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.langfuse import Dataset, Experiment, LangfuseClient, ScoreSubject, ScoreToPost
 from trace_scorer.metrics.pass_at_k import PassAtK, PassAtKOptions
-from trace_scorer.plan import TargetPlan
+from trace_scorer.scoring.plan import TargetPlan
 from trace_scorer.state import RunState, StateStore, StoredResult
 
 log = structlog.get_logger(__name__)

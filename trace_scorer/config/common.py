@@ -20,7 +20,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from trace_scorer.errors import UserError
-from trace_scorer.logs import redact_text
+from trace_scorer.runtime.logs import redact_text
 
 
 class ConfigError(UserError):

@@ -1,7 +1,7 @@
 """The ``[[targets]]`` schema: what to score, with which metrics and KPI formulas.
 
 Metric options are validated later, against the metric's own ``Options`` model, when the target's
-plan is built (trace_scorer.plan): the registry, not this schema, knows each metric's options.
+plan is built (trace_scorer.scoring.plan): the registry, not this schema, knows each metric's options.
 KPI formula options are validated here, against the formula's own ``Options`` model, found by name
 in the formula registry (trace_scorer.kpi.formulas).
 """
@@ -15,9 +15,9 @@ from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, SerializeAsAn
 
 from trace_scorer.config.common import Duration, ScoreName, StrictModel
 from trace_scorer.config.references import ReferenceSettings, judge_variable_paths
+from trace_scorer.data.patterns import SafePattern
 from trace_scorer.kpi.base import FormulaOptions
 from trace_scorer.kpi.formulas import FormulaClass, installed_formulas
-from trace_scorer.patterns import SafePattern
 
 
 class MetricEntry(StrictModel):

@@ -54,7 +54,7 @@ from trace_scorer.langfuse import (
     LangfuseError,
     trace_root_from_row,
 )
-from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
+from trace_scorer.langfuse.http.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.ops import Ops
 from trace_scorer.state import StateError, open_state
 from trace_scorer.state.postgres import CALL_DEADLINE, connection_defaults
@@ -73,7 +73,7 @@ from trace_scorer.worker.traces import TraceSource, chunks
 
 log = structlog.get_logger(__name__)
 
-PLAN = "trace_scorer.plan"
+PLAN = "trace_scorer.scoring.plan"
 SCORE_BATCH = "trace_scorer.score_batch"
 RECOVER_STALLED = "trace_scorer.recover_stalled"
 #: How often the queue is looked at for jobs of replicas that died, and the fleet's gauges refreshed.

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from trace_scorer.embeddings.base import Backend, EmbeddingError, Vector
-from trace_scorer.logs import get_logger
 from trace_scorer.providers.futures import FutureLRU
 from trace_scorer.providers.usage import Usage
+from trace_scorer.runtime.logs import get_logger
 
 log = get_logger(__name__)
 

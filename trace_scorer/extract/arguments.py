@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from trace_scorer import jsonbytes
+from trace_scorer.data import jsonbytes
 from trace_scorer.extract.model import RAW_ARGUMENTS_KEY, Notes, short
 
 #: Longest string we try to read as a Python literal (ast is linear but not free).

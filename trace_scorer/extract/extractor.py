@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trace_scorer.config.references import ReferenceSettings
+from trace_scorer.data.rows import json_in_text
+from trace_scorer.data.times import parse_time
 from trace_scorer.extract.calls import merge_calls, message_calls
 from trace_scorer.extract.conversation import Conversation
 from trace_scorer.extract.facts import read_facts
@@ -37,10 +39,8 @@ from trace_scorer.extract.variables import (
     read_variables,
     session_document,
 )
-from trace_scorer.plugins import PluginError
-from trace_scorer.rows import json_in_text
+from trace_scorer.runtime.plugins import PluginError
 from trace_scorer.sample import Message, Sample, ToolCall, ToolSpec, content_text
-from trace_scorer.times import parse_time
 
 _DEFAULT_REFERENCES = ReferenceSettings()
 #: Keys of a root output object that hold the answer (LangChain AgentExecutor: ``output``).

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trace_scorer.data.rows import json_in_text
 from trace_scorer.extract.rows import Observation
-from trace_scorer.rows import json_in_text
 
 #: Keys of a generation's input that list tool definitions.
 _TOOL_LIST_KEYS = ("tools", "functions")

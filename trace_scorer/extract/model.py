@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import orjson
 
-from trace_scorer import jsonbytes
+from trace_scorer.data import jsonbytes
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: Which payload of a GENERATION is read: a plain string is the user's turn in the input, the answer in

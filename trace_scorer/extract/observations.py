@@ -31,7 +31,7 @@ from trace_scorer.sample import Sample, ToolSpec
 #: Observation types that the SDK integrations never give children (the openai wrapper's, LangChain's and
 #: OTel GenAI's generations; events; embeddings). Their sample is their own row: it borrows no tools from
 #: the generation before it (a generation that declared none offered none), and a v4 server may be asked
-#: for their rows alone (``langfuse/observation_filter.py``).
+#: for their rows alone (``langfuse/reads/observation_filter.py``).
 LEAF_TYPES = frozenset({"GENERATION", "EVENT", "EMBEDDING"})
 #: A sample's subtree is cut at this many rows (a trace holds at most ``max_rows_per_trace``; this bounds
 #: the work per observation when many nested observations match).

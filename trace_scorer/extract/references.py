@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trace_scorer.config.references import PathStep, ReferenceSettings, parse_path
+from trace_scorer.data.rows import json_in_text
 from trace_scorer.extract.model import Call, Notes, short
 from trace_scorer.extract.toolcalls import read_tool_call
-from trace_scorer.rows import json_in_text
 from trace_scorer.sample import ToolCall
 
 #: What :func:`resolve` gives for a path that leads nowhere.

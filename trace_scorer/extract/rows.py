@@ -5,7 +5,7 @@ Langfuse adapter reads it (``TraceRows``), or, for rows from a file, here. Rows 
 ``input``/``output`` arrive as JSON strings (parsed when first read; a string that is not JSON stays the
 string). Until ClickHouse merges, one observation can come back as several rows:
 the newest ``updatedAt`` wins (on a tie, or without ``updatedAt``, the row read last: the rule of
-:func:`trace_scorer.rows.replaces`, which the Langfuse adapter applies too). The tree is
+:func:`trace_scorer.data.rows.replaces`, which the Langfuse adapter applies too). The tree is
 rebuilt from ``parentObservationId`` and walked depth-first, siblings by ``startTime``: that order is
 the order in which the agent did things.
 """
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from trace_scorer import jsonbytes
+from trace_scorer.data import jsonbytes
+from trace_scorer.data.rows import replaces
+from trace_scorer.data.times import parse_time
 from trace_scorer.extract.model import Notes, short
-from trace_scorer.rows import replaces
-from trace_scorer.times import parse_time
 
 __all__ = [
     "Observation",
@@ -193,7 +193,7 @@ def observation_at(row: RowOrRecord, seq: int, notes: Notes) -> Observation:
 
 def dedupe_rows(rows: Iterable[Any], notes: Notes) -> list[Mapping[str, Any]]:
     """One row per observation id: the newest ``updatedAt``; rows without an id are kept as they are.
-    Unlike :func:`trace_scorer.rows.dedupe`, tolerant of any row (the notes say what was skipped), and
+    Unlike :func:`trace_scorer.data.rows.dedupe`, tolerant of any row (the notes say what was skipped), and
     each kept row stays where its newest version was read."""
     kept: dict[str, tuple[int, Mapping[str, Any]]] = {}
     anonymous: list[tuple[int, Mapping[str, Any]]] = []
@@ -231,7 +231,7 @@ def take(observation: Observation, notes: Notes) -> None:
 
 
 def dedupe_observations(observations: Iterable[Observation]) -> list[Observation]:
-    """:func:`trace_scorer.rows.dedupe` for records (their ``updatedAt`` parsed once, when read)."""
+    """:func:`trace_scorer.data.rows.dedupe` for records (their ``updatedAt`` parsed once, when read)."""
     by_id: dict[str, Observation] = {}
     for observation in observations:
         held = by_id.get(observation.id)

@@ -12,7 +12,7 @@ from trace_scorer.config.common import ConfigError
 from trace_scorer.config.settings import Settings
 from trace_scorer.judge.judge import Judge
 from trace_scorer.providers.keys import check_provider_names, provider_api_key
-from trace_scorer.retry import Sleep
+from trace_scorer.runtime.retry import Sleep
 
 if TYPE_CHECKING:
     from trace_scorer.judge.tracing import JudgeTracer

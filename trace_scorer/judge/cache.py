@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from trace_scorer import jsonbytes
+from trace_scorer.data import jsonbytes
 from trace_scorer.providers.futures import FutureLRU
 
 T = TypeVar("T")

@@ -19,8 +19,8 @@ import openai
 import structlog
 from pydantic import BaseModel
 
-from trace_scorer import jsonbytes
 from trace_scorer.config.judge import ModelPrice, ProviderSettings, StructuredOutput
+from trace_scorer.data import jsonbytes
 from trace_scorer.judge.errors import ProviderCallError
 from trace_scorer.judge.structured import (
     REJECTION_WORDS,
@@ -34,7 +34,7 @@ from trace_scorer.providers.client import HttpClient, describe_error, open_clien
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.providers.retry import RetryPolicy
 from trace_scorer.providers.usage import Usage
-from trace_scorer.retry import OnRetry, Sleep
+from trace_scorer.runtime.retry import OnRetry, Sleep
 
 log = structlog.get_logger(__name__)
 
@@ -233,7 +233,7 @@ class Provider:
             # errors raised as before), decoded once by :func:`_decoded` and read by _Answer (building the
             # SDK's ChatCompletion model took ~15 % of the client's CPU a call for five fields; its
             # ``APIResponse`` wrapper and ``json.loads`` another few). The body goes as the bytes the SDK
-            # would make of it, encoded by orjson (trace_scorer/jsonbytes.py), and to the absolute URL the
+            # would make of it, encoded by orjson (trace_scorer/data/jsonbytes.py), and to the absolute URL the
             # SDK would join from its base URL (one URL parse less a call).
             content = jsonbytes.compact(body)
             if content is None:

@@ -1,7 +1,7 @@
 """What a user-written judge is: a prompt template, its variables and the output it asks for.
 
 ``llm_judge`` builds one from its settings, or takes one of Langfuse's evaluators by name
-(langfuse/evaluators.py reads them from the server at start-up). Neutral: no HTTP, no metric code.
+(langfuse/server/evaluators.py reads them from the server at start-up). Neutral: no HTTP, no metric code.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from trace_scorer.outcomes import DataType
+from trace_scorer.data.outcomes import DataType
 
 
 @dataclass(frozen=True)

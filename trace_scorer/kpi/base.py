@@ -18,8 +18,8 @@ from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict
 
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
 from trace_scorer.kpi.expression import DivisionByZero
-from trace_scorer.outcomes import Outcome, Score, Skipped
 
 Compute = Callable[[Mapping[str, float]], float]
 

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from trace_scorer.kpi.base import FormulaOptions, Kpi, KpiFormula, KpiSpec, Number
 from trace_scorer.kpi.expression import compile_expression
-from trace_scorer.plugins import KPI_FORMULAS_GROUP, PluginError, load_plugins
+from trace_scorer.runtime.plugins import KPI_FORMULAS_GROUP, PluginError, load_plugins
 
 
 class CombineOptions(FormulaOptions):

@@ -10,10 +10,9 @@ from trace_scorer.langfuse.errors import (
     LangfuseResponseError,
     LangfuseTransportError,
 )
-from trace_scorer.langfuse.ids import score_id
-from trace_scorer.langfuse.rows import trace_root_from_row
-from trace_scorer.langfuse.server import ScorePosting, ServerCapabilities
-from trace_scorer.langfuse.stats import RequestStats
+from trace_scorer.langfuse.http.stats import RequestStats
+from trace_scorer.langfuse.reads.rows import trace_root_from_row
+from trace_scorer.langfuse.server.capabilities import ScorePosting, ServerCapabilities
 from trace_scorer.langfuse.types import (
     ApiGeneration,
     ConnectionInfo,
@@ -34,6 +33,7 @@ from trace_scorer.langfuse.types import (
     TraceRows,
     UnattributedBatch,
 )
+from trace_scorer.langfuse.writes.ids import score_id
 
 __all__ = [
     "ApiGeneration",

@@ -19,24 +19,21 @@ from langfuse.api.core.datetime_utils import serialize_datetime
 import trace_scorer
 from trace_scorer.config.common import ConfigError, public_url
 from trace_scorer.config.langfuse import LangfuseSettings
-from trace_scorer.langfuse.clock import Clock, SystemClock
-from trace_scorer.langfuse.dataset_items import DatasetItemCache
-from trace_scorer.langfuse.endpoints import EXPERIMENTS, HEALTH, OBSERVATIONS_V2, PROJECTS, TRACES_LIST
 from trace_scorer.langfuse.errors import (
     LangfuseAuthError,
     LangfuseError,
     LangfuseHTTPError,
     LangfuseResponseError,
 )
-from trace_scorer.langfuse.ids import format_timestamp
-from trace_scorer.langfuse.reads_v3 import V3Reader
-from trace_scorer.langfuse.reads_v4 import V4Reader
-from trace_scorer.langfuse.retry import CHECK_CONNECT_TIMEOUT, CHECK_RETRY, LangfuseRetryPolicy, RequestBudget
-from trace_scorer.langfuse.score_configs import ScoreConfigs
-from trace_scorer.langfuse.scores import ScorePoster
-from trace_scorer.langfuse.server import ScorePosting, ServerCapabilities
-from trace_scorer.langfuse.stats import RequestStats
-from trace_scorer.langfuse.transport import Transport
+from trace_scorer.langfuse.http.clock import Clock, SystemClock
+from trace_scorer.langfuse.http.endpoints import EXPERIMENTS, HEALTH, OBSERVATIONS_V2, PROJECTS, TRACES_LIST
+from trace_scorer.langfuse.http.retry import CHECK_CONNECT_TIMEOUT, CHECK_RETRY, LangfuseRetryPolicy, RequestBudget
+from trace_scorer.langfuse.http.stats import RequestStats
+from trace_scorer.langfuse.http.transport import Transport
+from trace_scorer.langfuse.reads.dataset_items import DatasetItemCache
+from trace_scorer.langfuse.reads.v3 import V3Reader
+from trace_scorer.langfuse.reads.v4 import V4Reader
+from trace_scorer.langfuse.server.capabilities import ScorePosting, ServerCapabilities
 from trace_scorer.langfuse.types import (
     ApiGeneration,
     ConnectionInfo,
@@ -46,6 +43,9 @@ from trace_scorer.langfuse.types import (
     ScoreConfigSpec,
     ScoreToPost,
 )
+from trace_scorer.langfuse.writes.ids import format_timestamp
+from trace_scorer.langfuse.writes.score_configs import ScoreConfigs
+from trace_scorer.langfuse.writes.scores import ScorePoster
 
 log = structlog.get_logger(__name__)
 

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from trace_scorer.extract.rows import Observation, dedupe_observations, sort_observations
-from trace_scorer.langfuse.ids import score_id
-from trace_scorer.langfuse.server import ScorePosting
+from trace_scorer.langfuse.server.capabilities import ScorePosting
+from trace_scorer.langfuse.writes.ids import score_id
 
 #: One observation row, v4 camelCase shape (see the module docstring).
 Row = dict[str, Any]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from trace_scorer.data.outcomes import Outcome, Score
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Outcome, Score
 from trace_scorer.sample import Sample
 
 

@@ -16,11 +16,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 import structlog
 from pydantic import field_validator
 
+from trace_scorer.data.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.judge.judge import Judge, JudgeRun, JudgeTimeout
 from trace_scorer.judge.panel import PanelResult
 from trace_scorer.judge.prompts import PromptTemplate
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 log = structlog.get_logger(__name__)

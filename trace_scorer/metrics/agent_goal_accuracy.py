@@ -16,11 +16,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trace_scorer.data.outcomes import Outcome, Skipped
 from trace_scorer.judge.panel import ModelSession, ModelVerdict, ask_panel, binary_comment
 from trace_scorer.judge.prompts import GOAL_COMPARE, GOAL_INFER, GOAL_WITH_REFERENCE
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
 from trace_scorer.metrics.base import MetricOutput
-from trace_scorer.outcomes import Outcome, Skipped
 from trace_scorer.sample import Sample
 
 Mode = Literal["auto", "with_reference", "without_reference"]

@@ -29,10 +29,10 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import regex
 
+from trace_scorer.data.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.embeddings import EmbeddingError, resolve_model, select_embedder
 from trace_scorer.embeddings.base import Embedder
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 _PUNCTUATION = regex.compile(r"\p{P}+")

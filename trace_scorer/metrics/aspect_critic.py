@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from trace_scorer.data.outcomes import Outcome, Skipped
 from trace_scorer.judge.panel import (
     ModelSession,
     ModelVerdict,
@@ -27,7 +28,6 @@ from trace_scorer.judge.panel import (
 from trace_scorer.judge.prompts import ASPECT
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
 from trace_scorer.metrics.base import MetricOutput
-from trace_scorer.outcomes import Outcome, Skipped
 from trace_scorer.sample import Sample
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, Typ
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from trace_scorer.config.common import refuse_booleans_for_numbers
-from trace_scorer.outcomes import DataType, Failed, Outcome, Score, Skipped
+from trace_scorer.data.outcomes import DataType, Failed, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 if TYPE_CHECKING:  # types only: importing trace_scorer.embeddings loads its builders

@@ -25,9 +25,9 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 from sacrebleu.metrics.bleu import BLEU
 
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
 from trace_scorer.metrics._tokens import DEFAULT_MAX_CHARS, cap_text, cut_report
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput, Resources
-from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 #: sacrebleu tokenizers that fetch a SentencePiece model over the network when first used.

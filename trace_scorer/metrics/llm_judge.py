@@ -4,7 +4,7 @@ docs/metrics.md "llm_judge": a ``prompt`` with ``{{variable}}`` placeholders, ea
 reference paths (``variables``; unmapped ones use the defaults of config/references.py), and an
 ``output`` of a Langfuse score data type: NUMERIC (a range), BOOLEAN or CATEGORICAL (the categories).
 ``evaluator = "langfuse:NAME"`` takes prompt, variables and output from the project's Langfuse at
-start-up (langfuse/evaluators.py); the evaluator's version goes into the score's details and the
+start-up (langfuse/server/evaluators.py); the evaluator's version goes into the score's details and the
 fingerprint, so a new version re-scores.
 
 Each model answers ``{reasoning, score}``; with ``strictness`` k > 1 it votes k times (NUMERIC: the
@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from trace_scorer.config.references import DEFAULT_VARIABLE_PATHS, parse_path, template_variables
+from trace_scorer.data.outcomes import DataType, Outcome, Score, Skipped
 from trace_scorer.extract.references import MISSING, resolve
 from trace_scorer.extract.variables import SAMPLE_PREFIX
 from trace_scorer.judge.definition import JudgeDefinition, OutputDefinition
@@ -36,7 +37,6 @@ from trace_scorer.judge.render import truncate
 from trace_scorer.judge.template import render_template
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
 from trace_scorer.metrics.base import MetricOutput
-from trace_scorer.outcomes import DataType, Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 #: ``evaluator = "langfuse:NAME"``.

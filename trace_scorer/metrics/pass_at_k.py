@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
 from trace_scorer.metrics.base import GroupInput, Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 _DIRECTIONS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, ">": operator.gt}

@@ -19,7 +19,7 @@ from typing import Any
 
 import trace_scorer.metrics as builtin_package
 from trace_scorer.metrics.base import Metric
-from trace_scorer.plugins import METRICS_GROUP, PluginError, load_plugins
+from trace_scorer.runtime.plugins import METRICS_GROUP, PluginError, load_plugins
 
 ENTRY_POINT_GROUP = METRICS_GROUP
 

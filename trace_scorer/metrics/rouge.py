@@ -35,9 +35,9 @@ from typing import ClassVar, Literal
 from pydantic import Field
 from rapidfuzz.distance import LCSseq
 
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
 from trace_scorer.metrics._tokens import DEFAULT_MAX_CHARS, cap_text, cut_report, tokenize
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 _LABEL = {"f": "F", "precision": "precision", "recall": "recall"}

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from trace_scorer.data.outcomes import Outcome, Score
 from trace_scorer.metrics._arguments import (
     ArgumentOptions,
     NormalizedCall,
@@ -33,7 +34,6 @@ from trace_scorer.metrics._arguments import (
 )
 from trace_scorer.metrics._matching import Pair, assign, lcs_pairs
 from trace_scorer.metrics.base import Metric, MetricOutput, Resources
-from trace_scorer.outcomes import Outcome, Score
 from trace_scorer.sample import Sample, ToolCall
 
 

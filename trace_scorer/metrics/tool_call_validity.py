@@ -11,7 +11,7 @@ Decisions (also in docs/metrics.md):
 - A tool declared without a schema takes any arguments.
 - Bounded work on hostile input: arguments longer than ``max_argument_chars`` (as JSON) are not checked
   and are left out of the share (listed as unchecked); regular expressions in schemas (``pattern``,
-  ``patternProperties``) run on RE2 (linear time, trace_scorer/patterns.py), never Python's backtracking
+  ``patternProperties``) run on RE2 (linear time, trace_scorer/data/patterns.py), never Python's backtracking
   ``re``; a schema or arguments nested too deeply for the validator count the call invalid, with the reason.
 - No call, or no call that could be checked: skipped with the reason (nothing to score is not 0 or 1).
 """
@@ -28,9 +28,9 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from pydantic import Field
 
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
+from trace_scorer.data.patterns import SafePattern
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Outcome, Score, Skipped
-from trace_scorer.patterns import SafePattern
 from trace_scorer.sample import Sample, ToolSpec
 
 #: At most this many reasons per invalid call.

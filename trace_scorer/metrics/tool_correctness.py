@@ -36,6 +36,8 @@ from typing import Any, ClassVar, Final
 from pydantic import Field, field_validator
 from rapidfuzz.distance import OSA
 
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
+from trace_scorer.data.rows import json_in_text
 from trace_scorer.metrics._arguments import (
     ArgumentOptions,
     NormalizedCall,
@@ -47,8 +49,6 @@ from trace_scorer.metrics._arguments import (
 from trace_scorer.metrics._matching import assign
 from trace_scorer.metrics._tokens import has_cjk, normalize_text, word_runs
 from trace_scorer.metrics.base import Metric, MetricOutput, Resources
-from trace_scorer.outcomes import Outcome, Score, Skipped
-from trace_scorer.rows import json_in_text
 from trace_scorer.sample import Sample, ToolCall
 
 COMPONENTS: Final = ("selection", "parameters", "sequence", "utilization")

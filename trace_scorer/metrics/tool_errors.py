@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Outcome, Score, Skipped
 from trace_scorer.sample import Sample
 
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from trace_scorer.data.outcomes import Outcome, Score
 from trace_scorer.metrics.base import Metric, MetricOptions, MetricOutput
-from trace_scorer.outcomes import Outcome, Score
 from trace_scorer.sample import Sample
 
 

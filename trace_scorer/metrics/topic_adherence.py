@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from trace_scorer.data.outcomes import Outcome, Skipped
 from trace_scorer.judge.panel import (
     ModelSession,
     ModelVerdict,
@@ -37,7 +38,6 @@ from trace_scorer.judge.prompts import TOPICS, topic_list
 from trace_scorer.judge.structured import strict_json_schema
 from trace_scorer.metrics._judged import JudgedMetric, JudgedOptions, panel_outcome
 from trace_scorer.metrics.base import MetricOutput
-from trace_scorer.outcomes import Outcome, Skipped
 from trace_scorer.sample import Sample
 
 Mode = Literal["f1", "precision", "recall"]

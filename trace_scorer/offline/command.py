@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from trace_scorer.config import Settings
     from trace_scorer.offline.read import ReadError
-    from trace_scorer.pipeline import SampleResult
-    from trace_scorer.plan import TargetPlan
+    from trace_scorer.scoring.pipeline import SampleResult
+    from trace_scorer.scoring.plan import TargetPlan
 
 EXIT_OK, EXIT_NOTHING_READ = 0, 1
 
@@ -59,7 +59,7 @@ def files_settings(config: Path | None, paths: Sequence[Path]) -> Path | None:
 def run_score(args: argparse.Namespace, settings: Settings) -> int:
     """``score``: read and score ``args.paths`` with ``settings`` (loaded by the command line, its targets
     checked), print the table or the JSON lines."""
-    from trace_scorer.logs import logging_on_first_use
+    from trace_scorer.runtime.logs import logging_on_first_use
 
     with logging_on_first_use(settings.log.level, settings.log.format):  # most runs log nothing
         return _score(args, settings)

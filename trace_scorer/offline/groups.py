@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trace_scorer.config.targets import ALL_SAMPLES
-from trace_scorer.pipeline import GroupResult, Pipeline, SampleResult
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import GroupResult, Pipeline, SampleResult
 
 
 def group_key(sample: Sample, field: str) -> str | None:

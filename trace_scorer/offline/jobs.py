@@ -23,13 +23,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from trace_scorer.config import TargetSettings
-from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricClass, MetricRegistry
 from trace_scorer.offline.parts import Keep, PartResult, PartScorer
 from trace_scorer.offline.read import FilePart
 from trace_scorer.offline.targets import target_of
-from trace_scorer.plan import build_plan
+from trace_scorer.runtime.logs import configure_logging
+from trace_scorer.scoring.plan import build_plan
 
 
 def default_jobs() -> int:

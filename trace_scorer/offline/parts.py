@@ -13,14 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trace_scorer.data.outcomes import Failed, Score
 from trace_scorer.metrics.registry import MetricClass
 from trace_scorer.offline.read import FilePart, ReadError, Record, samples_of
 from trace_scorer.offline.report import sample_json_line, sample_notes
 from trace_scorer.offline.targets import has_inputs
-from trace_scorer.outcomes import Failed, Score
-from trace_scorer.pipeline import Pipeline, SampleResult
-from trace_scorer.plan import TargetPlan
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline, SampleResult
+from trace_scorer.scoring.plan import TargetPlan
 
 #: What a part keeps of each sample's result: nothing (its JSON line is enough), what the table and the
 #: JSON lines show (id, notes, values and reasons), or everything (groups, judges' details, compare).

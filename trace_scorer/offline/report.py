@@ -13,10 +13,10 @@ from rich.cells import cell_len
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
-from trace_scorer.outcomes import Failed, Score, Skipped
-from trace_scorer.pipeline import GroupResult, SampleResult
-from trace_scorer.plan import TargetPlan
+from trace_scorer.data.outcomes import Failed, Score, Skipped
 from trace_scorer.providers.usage import Usage
+from trace_scorer.scoring.pipeline import GroupResult, SampleResult
+from trace_scorer.scoring.plan import TargetPlan
 
 SKIPPED_CELL = "–"
 FAILED_CELL = "failed"

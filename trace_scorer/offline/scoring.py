@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from trace_scorer.config import Settings, TargetSettings
 from trace_scorer.config.references import ReferenceSettings
-from trace_scorer.logs import settle_logging
 from trace_scorer.metrics.base import Resources
 from trace_scorer.metrics.registry import MetricRegistry
 from trace_scorer.offline.groups import score_groups
@@ -42,9 +41,10 @@ from trace_scorer.offline.targets import (
     observation_matcher,
     target_of,
 )
-from trace_scorer.pipeline import GroupResult, SampleResult
-from trace_scorer.plan import TargetPlan, build_plan
+from trace_scorer.runtime.logs import settle_logging
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import GroupResult, SampleResult
+from trace_scorer.scoring.plan import TargetPlan, build_plan
 
 if TYPE_CHECKING:
     from trace_scorer.providers.usage import Usage
@@ -184,7 +184,7 @@ async def _score_remote(
 ) -> OfflineRun:
     """A target with judged metrics: read a part at a time, scored here ``REMOTE_CONCURRENCY`` at a time
     across parts, the judge and the embedder opened and closed in this loop."""
-    from trace_scorer.resources import open_resources
+    from trace_scorer.scoring.resources import open_resources
 
     parts, errors, _total = plan_parts(paths, 1)
     async with contextlib.AsyncExitStack() as stack:

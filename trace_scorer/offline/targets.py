@@ -90,7 +90,7 @@ def check_resources(settings: Settings) -> None:
 
         check_provider_names(settings)
         return
-    from trace_scorer.resources import open_resources
+    from trace_scorer.scoring.resources import open_resources
 
     async def open_and_close() -> None:
         async with contextlib.AsyncExitStack() as stack:
@@ -104,7 +104,7 @@ def observation_matcher(target: TargetSettings | None) -> Callable[[Mapping[str,
     sample per trace). The filter's module is imported only then: it loads the Langfuse adapter."""
     if target is None or target.scope != "observation":
         return None
-    from trace_scorer.langfuse.observation_filter import ObservationFilter
+    from trace_scorer.langfuse.reads.observation_filter import ObservationFilter
 
     chosen = ObservationFilter.of(target)
     return chosen.matches if chosen is not None else None

@@ -20,11 +20,11 @@ import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from trace_scorer import progress
 from trace_scorer.config.http import HttpSettings
 from trace_scorer.ops.health import Health, Probe
 from trace_scorer.ops.server import OpsServer
 from trace_scorer.ops.telemetry import Telemetry
+from trace_scorer.runtime import progress
 
 __all__ = ["Health", "Ops", "OpsServer", "Probe", "Telemetry"]
 
@@ -57,7 +57,7 @@ class Ops:
     @asynccontextmanager
     async def tick(self, target: str, interval: float) -> AsyncIterator[None]:
         """One tick of ``target``: reports it started (liveness) and times it (an exception = error tick).
-        Within it, the signs of life of requests and retries (:mod:`trace_scorer.progress`) are the
+        Within it, the signs of life of requests and retries (:mod:`trace_scorer.runtime.progress`) are the
         target's progress."""
         self.health.tick_started(target, interval)
         with self.telemetry.tick(target), progress.reported_to(functools.partial(self.health.progress, target)):

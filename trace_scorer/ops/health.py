@@ -5,7 +5,7 @@
 is really stuck. Each target's job reports ``tick_started(target, interval)`` when a tick begins and
 ``progress(target, wait)`` while it works: a trace listed, fetched or scored, a request sent, a piece of
 an answer received, and — with ``wait`` — a retry's back-off or a request budget's pause announced
-before it is waited out (:mod:`trace_scorer.progress` carries these up from the Langfuse transport and
+before it is waited out (:mod:`trace_scorer.runtime.progress` carries these up from the Langfuse transport and
 the retry loop). Liveness fails when some target has shown no activity for
 ``max(liveness_intervals × interval, liveness_min)`` seconds past the last announced wait — its job
 stopped being scheduled, or a tick hangs (the scheduler never runs two ticks of one target at once, so a
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trace_scorer.logs import redact_text
+from trace_scorer.runtime.logs import redact_text
 
 #: Langfuse failure reasons are cut to this length (they may quote a response body).
 MAX_REASON_CHARS = 300

@@ -37,8 +37,8 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from trace_scorer import __version__
+from trace_scorer.data.outcomes import Outcome, Score, Skipped
 from trace_scorer.ops.health import Health
-from trace_scorer.outcomes import Outcome, Score, Skipped
 
 PREFIX = "trace_scorer"
 

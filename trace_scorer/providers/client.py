@@ -16,11 +16,11 @@ import openai
 from tenacity import AsyncRetrying
 
 from trace_scorer.config.judge import ProviderSettings
-from trace_scorer.logs import redact_text
 from trace_scorer.providers import transport
 from trace_scorer.providers.deadline import Deadline
 from trace_scorer.providers.limits import ProviderLimits, request_priority
-from trace_scorer.retry import Sleep, run_retrying
+from trace_scorer.runtime.logs import redact_text
+from trace_scorer.runtime.retry import Sleep, run_retrying
 
 #: What the openai client can send through: the providers' aiohttp client, or (tests) an httpx one.
 HttpClient = httpx2.AsyncClient | httpx.AsyncClient

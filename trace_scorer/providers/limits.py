@@ -25,7 +25,7 @@ from typing import Protocol
 
 from aiolimiter import AsyncLimiter
 
-from trace_scorer.retry import Sleep
+from trace_scorer.runtime.retry import Sleep
 
 
 def rate_limiter(requests_per_minute: float) -> AsyncLimiter:

@@ -4,7 +4,7 @@
 back off exponentially (2 s, ×2, up to 30 s by default, plus up to 1 s of jitter so concurrent requests do
 not retry in step); so does a request that runs out of its total deadline (``request_deadline``). Other
 4xx (bad request, auth, not found) are not retried: asking again would get the same answer. The schedule,
-the ``Retry-After`` parsing and the give-up rule are the shared ones (trace_scorer.retry); what is
+the ``Retry-After`` parsing and the give-up rule are the shared ones (trace_scorer.runtime.retry); what is
 retryable and where the wait is read from are the providers' own.
 """
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import openai
 from tenacity import AsyncRetrying
 
-from trace_scorer import retry as shared
 from trace_scorer.config.judge import ProviderRetrySettings
-from trace_scorer.retry import Sleep
+from trace_scorer.runtime import retry as shared
+from trace_scorer.runtime.retry import Sleep
 
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 

@@ -49,8 +49,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from trace_scorer.config.state import SCHEMA_NAME
-from trace_scorer.logs import REDACTED, redact_text
-from trace_scorer.retry import backoff
+from trace_scorer.runtime.logs import REDACTED, redact_text
+from trace_scorer.runtime.retry import backoff
 from trace_scorer.state.backend import Row, StateError
 from trace_scorer.state.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
 

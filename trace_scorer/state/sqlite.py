@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from trace_scorer.data.times import parse_timestamp
 from trace_scorer.state.backend import Row, StateError, StateInUse
 from trace_scorer.state.schema import MIGRATIONS, SCHEMA_VERSION
-from trace_scorer.times import parse_timestamp
 
 T = TypeVar("T")
 

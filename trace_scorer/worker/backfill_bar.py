@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from trace_scorer.logs import logs_above
+from trace_scorer.runtime.logs import logs_above
 from trace_scorer.worker.tick import TickReport
 
 

@@ -26,13 +26,13 @@ from datetime import datetime, timedelta
 import structlog
 
 from trace_scorer.config.targets import TargetSettings
+from trace_scorer.data.outcomes import Failed, Score
 from trace_scorer.langfuse import DeliveryReport, LangfuseClient, ScoreSubject, ScoreToPost
 from trace_scorer.ops.telemetry import Telemetry
-from trace_scorer.outcomes import Failed, Score
-from trace_scorer.pipeline import Pipeline, SampleResult
-from trace_scorer.plan import TargetPlan
 from trace_scorer.providers.deadline import Deadline, system_deadline
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline, SampleResult
+from trace_scorer.scoring.plan import TargetPlan
 from trace_scorer.state import StateError, StateStore
 from trace_scorer.worker.scores import scores_to_post
 from trace_scorer.worker.tick import Tick, TickReport

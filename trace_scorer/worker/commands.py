@@ -28,13 +28,13 @@ from trace_scorer.langfuse import (
     TimeWindow,
 )
 from trace_scorer.langfuse.errors import LangfuseUnusableError
-from trace_scorer.langfuse.evaluators import evaluator_names, load_evaluators
+from trace_scorer.langfuse.server.evaluators import evaluator_names, load_evaluators
 from trace_scorer.metrics.base import Resources
+from trace_scorer.onboarding.starter import read_samples
 from trace_scorer.ops import Ops
-from trace_scorer.plan import AnyMetric, TargetPlan, build_plans
-from trace_scorer.resources import OpenResources, open_resources
 from trace_scorer.sample import Sample
-from trace_scorer.starter import read_samples
+from trace_scorer.scoring.plan import AnyMetric, TargetPlan, build_plans
+from trace_scorer.scoring.resources import OpenResources, open_resources
 from trace_scorer.state import check_state
 from trace_scorer.worker.backfill_bar import BackfillProgress
 from trace_scorer.worker.dataset_runs import DatasetRunSource

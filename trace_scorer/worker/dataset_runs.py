@@ -20,12 +20,12 @@ import structlog
 
 from trace_scorer.compare.worker import comparison_scores
 from trace_scorer.config.settings import Settings
+from trace_scorer.data.patterns import SafePattern
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import Dataset, Experiment, ExperimentItem, ScoreSubject, TraceRoot
-from trace_scorer.langfuse.trace_scan import OversizedTrace
-from trace_scorer.patterns import SafePattern
-from trace_scorer.pipeline import SampleResult
+from trace_scorer.langfuse.reads.trace_scan import OversizedTrace
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import SampleResult
 from trace_scorer.state import RunState, StoredResult
 from trace_scorer.worker.batch import LangfuseUnavailable, WorkItem, unsettled_reason
 from trace_scorer.worker.scores import decode_outcomes, encode_outcomes, scores_to_post

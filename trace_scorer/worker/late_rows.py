@@ -28,7 +28,7 @@ import structlog
 
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import TraceRoot, TraceRows
-from trace_scorer.langfuse.trace_scan import MAX_IDS_PER_SCAN
+from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN
 
 log = structlog.get_logger(__name__)
 

@@ -26,7 +26,7 @@ from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract.observations import observation_samples
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import TraceRoot
-from trace_scorer.langfuse.observation_filter import ObservationFilter
+from trace_scorer.langfuse.reads.observation_filter import ObservationFilter
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.traces import TraceSource, retry_payload
 

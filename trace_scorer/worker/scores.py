@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from trace_scorer import __version__
+from trace_scorer.data.outcomes import Failed, Outcome, Score, Skipped
 from trace_scorer.langfuse import ScoreConfigSpec, ScoreSubject, ScoreToPost
 from trace_scorer.langfuse.types import ConfigCategory
 from trace_scorer.metrics.base import Metric
-from trace_scorer.outcomes import Failed, Outcome, Score, Skipped
-from trace_scorer.plan import TargetPlan
+from trace_scorer.scoring.plan import TargetPlan
 
 #: Details larger than this (as JSON) are left out of the score's metadata, with a note saying so.
 MAX_DETAILS_BYTES = 16_000

@@ -33,12 +33,12 @@ from trace_scorer.langfuse import (
     LangfuseContractError,
     LangfuseError,
 )
-from trace_scorer.langfuse.evaluators import evaluator_names, load_evaluators, read_evaluator_paths
+from trace_scorer.langfuse.server.evaluators import evaluator_names, load_evaluators, read_evaluator_paths
 from trace_scorer.ops import Ops
 from trace_scorer.ops.health import Health
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import TargetPlan, build_plans
-from trace_scorer.resources import OpenResources, open_resources
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import TargetPlan, build_plans
+from trace_scorer.scoring.resources import OpenResources, open_resources
 from trace_scorer.state import StateError, StateStore, open_state
 from trace_scorer.worker.batch import BatchScorer, LangfuseUnavailable
 from trace_scorer.worker.dataset_runs import DatasetRunSource
@@ -210,7 +210,7 @@ def report_langfuse_trouble(
 #: the worker allocates is freed by reference counting or lives as long as a batch, which the defaults
 #: walked again and again: 0.40-0.45 s of CPU a 1,000-trace bench run, 0.16-0.20 s with these. Safe for
 #: memory only because nothing large is left in reference cycles (judge requests' retry controllers:
-#: ``retry.run_retrying``; Langfuse's pages: ``langfuse/transport.py``): a 100,000-trace backlog peaks
+#: ``retry.run_retrying``; Langfuse's pages: ``langfuse/http/transport.py``): a 100,000-trace backlog peaks
 #: at 243 MB with them, 242 MB without; before those fixes it rose to 314 MB (bench/README.md).
 SERVING_GC_THRESHOLDS = (5000, 20, 100)
 

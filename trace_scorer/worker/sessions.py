@@ -39,7 +39,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.extract import extract_session
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import ScoreSubject, TimeWindow, TraceRoot, trace_root_from_row
-from trace_scorer.langfuse.trace_scan import OversizedTrace, over_cap
+from trace_scorer.langfuse.reads.trace_scan import OversizedTrace, over_cap
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.tick import Tick, TickReport
 from trace_scorer.worker.traces import FIELD_TOO_LARGE, TraceSource, sampled, too_large_field

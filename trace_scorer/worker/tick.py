@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from trace_scorer.ops.telemetry import Telemetry, Unit
-from trace_scorer.plan import TargetPlan
+from trace_scorer.scoring.plan import TargetPlan
 
 
 @dataclass

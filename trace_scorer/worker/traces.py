@@ -44,8 +44,8 @@ from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, TraceRows, trace_root_from_row
-from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS
-from trace_scorer.langfuse.trace_scan import MAX_IDS_PER_SCAN, TOO_MANY_ROWS, OversizedTrace
+from trace_scorer.langfuse.http.clock import CLOCK_TOLERANCE_SECONDS
+from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN, TOO_MANY_ROWS, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.late_rows import LateRows
 from trace_scorer.worker.source import SourceBase

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tests.support.standins import StartLangfuse, StartOpenAI, small_scenario
-from trace_scorer.api import JudgeConfig
+from trace_scorer.api.evaluators import EvaluationFailed, langfuse_evaluator, langfuse_run_evaluator
+from trace_scorer.api.scoring import JudgeConfig
 from trace_scorer.config.common import ConfigError
-from trace_scorer.evaluators import EvaluationFailed, langfuse_evaluator, langfuse_run_evaluator
 
 CALL = {"name": "get_weather", "arguments": {"city": "Paris"}}
 WRONG = {"name": "get_weather", "arguments": {"city": "Rome"}}
@@ -114,8 +114,8 @@ def test_an_unknown_metric_fails_where_the_evaluator_is_made() -> None:
 
 
 async def test_every_score_failing_raises_so_the_sdk_counts_the_evaluator_failed() -> None:
-    from trace_scorer.evaluators import _evaluations
-    from trace_scorer.outcomes import Failed
+    from trace_scorer.api.evaluators import _evaluations
+    from trace_scorer.data.outcomes import Failed
 
     with pytest.raises(EvaluationFailed, match="judge down"):
         _evaluations({"m": Failed("judge down")}, ["m"])

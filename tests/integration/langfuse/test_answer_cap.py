@@ -10,10 +10,10 @@ import pytest
 
 from tests.support.clocks import FakeClock
 from tests.support.langfuse_client import make_settings
-from trace_scorer import progress
 from trace_scorer.langfuse import LangfuseClient
-from trace_scorer.langfuse.endpoints import HEALTH as HEALTH_ENDPOINT
 from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge
+from trace_scorer.langfuse.http.endpoints import HEALTH as HEALTH_ENDPOINT
+from trace_scorer.runtime import progress
 
 CHUNK = b" " * 10_000
 

@@ -10,8 +10,8 @@ from tests.support.langfuse_client import MakeClient, make_settings
 from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
 from trace_scorer.config.common import ConfigError
 from trace_scorer.langfuse import ApiGeneration, LangfuseClient, LangfuseError, ScorePosting
-from trace_scorer.langfuse.reads_v3 import V3Reader
-from trace_scorer.langfuse.reads_v4 import V4Reader
+from trace_scorer.langfuse.reads.v3 import V3Reader
+from trace_scorer.langfuse.reads.v4 import V4Reader
 
 
 async def test_connect_on_v4_server_reports_version_project_and_v4(

@@ -22,7 +22,7 @@ from trace_scorer.langfuse import (
     TimeWindow,
     TraceFilter,
 )
-from trace_scorer.langfuse import endpoints as ep
+from trace_scorer.langfuse.http import endpoints as ep
 
 URL = "https://langfuse.test"
 

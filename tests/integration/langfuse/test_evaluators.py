@@ -12,7 +12,7 @@ from tests.support.langfuse_client import MakeClient
 from tests.support.langfuse_inprocess import MakeLangfuse
 from trace_scorer.config.common import ConfigError
 from trace_scorer.langfuse import ApiGeneration, ServerCapabilities
-from trace_scorer.langfuse.evaluators import EvaluatorsUnavailable, list_rules, load_evaluators
+from trace_scorer.langfuse.server.evaluators import EvaluatorsUnavailable, list_rules, load_evaluators
 
 KEY = "targets[0].metrics[0].evaluator"
 
@@ -64,7 +64,7 @@ async def test_managed_and_project_evaluators_with_their_latest_version(
 async def test_every_page_is_read(
     make_langfuse: MakeLangfuse, make_client: MakeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("trace_scorer.langfuse.evaluators.PAGE_LIMIT", 5)
+    monkeypatch.setattr("trace_scorer.langfuse.server.evaluators.PAGE_LIMIT", 5)
     langfuse = make_langfuse("4.16.0")
     client = make_client(ApiGeneration.V4, "4.16.0")
     last = MANAGED[-1]["name"]

@@ -10,7 +10,7 @@ from tests.support.clocks import FakeClock
 from tests.support.langfuse_client import MakeClient
 from tests.support.langfuse_inprocess import MakeLangfuse
 from trace_scorer.langfuse import ApiGeneration, TimeWindow, TraceFilter
-from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, OversizedTrace
+from trace_scorer.langfuse.reads.trace_scan import ANSWER_TOO_LARGE, OversizedTrace
 
 
 def scenario(clock: FakeClock, **kw: object) -> Scenario:

@@ -242,7 +242,7 @@ async def test_langfuse_2_run_items_come_with_the_run_and_items_lack_media_refer
     make_langfuse: MakeLangfuse, make_client: MakeClient
 ) -> None:
     """2.95: ``/dataset-run-items`` answers 405; ``/dataset-items/{id}`` has no mediaReferences."""
-    from trace_scorer.langfuse.server import ServerCapabilities
+    from trace_scorer.langfuse.server.capabilities import ServerCapabilities
 
     v2 = make_langfuse("2.95.12")
     v2.add_dataset("ds-1", "bench")

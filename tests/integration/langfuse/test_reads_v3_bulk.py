@@ -18,7 +18,7 @@ from tests.support.langfuse_client import MakeClient
 from tests.support.standins import END, StartLangfuse, small_scenario
 from trace_scorer.extract import extract_sample
 from trace_scorer.langfuse import LangfuseClient, TimeWindow, TraceFilter, TraceRoot
-from trace_scorer.langfuse.trace_scan import OversizedTrace
+from trace_scorer.langfuse.reads.trace_scan import OversizedTrace
 from trace_scorer.langfuse.types import TraceRows
 
 END_TIME = datetime.fromisoformat(END)

@@ -13,8 +13,8 @@ from tests.support.langfuse_client import MakeClient, make_settings
 from tests.support.langfuse_factories import at
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
-from trace_scorer.langfuse.reads_v4 import V4Reader
-from trace_scorer.langfuse.trace_scan import MAX_IDS_PER_SCAN, OversizedTrace
+from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN, OversizedTrace
+from trace_scorer.langfuse.reads.v4 import V4Reader
 
 OBS = ("GET", "/api/public/v2/observations")
 WINDOW = TimeWindow(at(0), at(3600))

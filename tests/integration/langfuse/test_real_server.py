@@ -17,8 +17,8 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.extract.model import Notes
 from trace_scorer.extract.references import read_references
 from trace_scorer.langfuse import ApiGeneration, LangfuseHTTPError, TimeWindow, TraceFilter, TraceRoot
-from trace_scorer.langfuse.filters import metadata_value
-from trace_scorer.langfuse.reads_v4 import MIN_PAGE_SIZE, V4Reader
+from trace_scorer.langfuse.reads.filters import metadata_value
+from trace_scorer.langfuse.reads.v4 import MIN_PAGE_SIZE, V4Reader
 from trace_scorer.worker.service import reference_metadata_keys
 
 OBS = ("GET", "/api/public/v2/observations")

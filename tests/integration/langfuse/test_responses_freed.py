@@ -15,7 +15,7 @@ from tests.support.langfuse_client import make_settings
 from tests.support.langfuse_factories import at
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from trace_scorer.langfuse import ApiGeneration, LangfuseClient, ServerCapabilities, TimeWindow, TraceFilter
-from trace_scorer.langfuse.endpoints import HEALTH
+from trace_scorer.langfuse.http.endpoints import HEALTH
 
 
 async def test_pages_and_answers_are_freed_without_the_cyclic_garbage_collector(

@@ -28,8 +28,8 @@ from trace_scorer.langfuse import (
     TimeWindow,
     TraceFilter,
 )
-from trace_scorer.langfuse.endpoints import HEALTH as HEALTH_ENDPOINT
-from trace_scorer.langfuse.transport import error_message
+from trace_scorer.langfuse.http.endpoints import HEALTH as HEALTH_ENDPOINT
+from trace_scorer.langfuse.http.transport import error_message
 
 OBS = ("GET", "/api/public/v2/observations")
 HEALTH = ("GET", "/api/public/health")

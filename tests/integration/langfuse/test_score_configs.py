@@ -13,7 +13,7 @@ from tests.support.langfuse_client import SECRET, MakeClient
 from tests.support.langfuse_factories import Reply, at
 from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
 from trace_scorer.langfuse import ApiGeneration, ScoreConfigSpec, ScoreSubject, ScoreToPost
-from trace_scorer.langfuse.server import ServerCapabilities
+from trace_scorer.langfuse.server.capabilities import ServerCapabilities
 from trace_scorer.langfuse.types import ScoreConfig
 
 CREATE = ("POST", "/api/public/score-configs")

@@ -28,7 +28,7 @@ from trace_scorer.langfuse import (
     ScoreToPost,
     score_id,
 )
-from trace_scorer.langfuse.ids import format_timestamp, ingestion_event_id, normalize_timestamp
+from trace_scorer.langfuse.writes.ids import format_timestamp, ingestion_event_id, normalize_timestamp
 
 SCORES = ("POST", "/api/public/scores")
 START = datetime(2026, 10, 1, 0, 12, 0, 875_432, tzinfo=UTC)

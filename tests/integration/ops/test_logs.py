@@ -11,7 +11,7 @@ import pytest
 import structlog
 from pydantic import SecretStr
 
-from trace_scorer.logs import MAX_VALUE_CHARS, REDACTED, configure_logging, redact_text, redact_value
+from trace_scorer.runtime.logs import MAX_VALUE_CHARS, REDACTED, configure_logging, redact_text, redact_value
 
 
 @pytest.fixture
@@ -142,13 +142,13 @@ def test_log_level_from_environment_any_case(tmp_path: Any) -> None:
 
 _FIRST_USE = """
 import logging, sys
-from trace_scorer.logs import get_logger, logging_on_first_use
+from trace_scorer.runtime.logs import get_logger, logging_on_first_use
 with logging_on_first_use("INFO", "json"):
     print("quiet", "structlog" in sys.modules)
     if sys.argv[1] == "log":
         logging.getLogger("some.library").warning("a library says %s", "sk-lf-0123456789abcdef")
-        get_logger("trace_scorer.pipeline").info("ours", api_key="hunter2", n=1)
-        get_logger("trace_scorer.pipeline").debug("below the level")
+        get_logger("trace_scorer.scoring.pipeline").info("ours", api_key="hunter2", n=1)
+        get_logger("trace_scorer.scoring.pipeline").debug("below the level")
 print("after", "structlog" in sys.modules, [type(h).__name__ for h in logging.getLogger().handlers])
 """
 

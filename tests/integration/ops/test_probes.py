@@ -15,10 +15,10 @@ import httpx
 from tests.support.clocks import FakeClock, ManualClock
 from tests.support.deadlines import ManualDeadlines
 from tests.support.langfuse_client import make_settings
-from trace_scorer import progress
 from trace_scorer.langfuse import LangfuseClient
-from trace_scorer.langfuse.endpoints import HEALTH
+from trace_scorer.langfuse.http.endpoints import HEALTH
 from trace_scorer.ops import Health, Ops, Telemetry
+from trace_scorer.runtime import progress
 
 TARGET = "production"
 ANSWER = b'{"status": "OK", "version": "4.60.0"}'

@@ -31,10 +31,10 @@ from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.config.settings import Settings
 from trace_scorer.embeddings import EmbeddingModels, build_embedder
 from trace_scorer.judge import Judge, build_judge
-from trace_scorer.logs import configure_logging
 from trace_scorer.metrics.aspect_critic import AspectCritic, AspectCriticOptions
 from trace_scorer.metrics.base import Failed, Resources, Score
 from trace_scorer.providers.transport import pooled_http_client
+from trace_scorer.runtime.logs import configure_logging
 
 CHAT = "POST /v1/chat/completions"
 KEY = "sk-standin-0123456789abcdef"

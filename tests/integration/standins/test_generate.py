@@ -18,7 +18,7 @@ from standins.tasks import DEVIATIONS
 from tests.support.standins import small_scenario
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.observations import observation_samples
-from trace_scorer.langfuse.observation_filter import ObservationFilter
+from trace_scorer.langfuse.reads.observation_filter import ObservationFilter
 
 
 def test_the_same_scenario_gives_the_same_rows() -> None:

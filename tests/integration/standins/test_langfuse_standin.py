@@ -32,7 +32,7 @@ from trace_scorer.langfuse import (
     TraceFilter,
     TraceRoot,
 )
-from trace_scorer.langfuse import endpoints as ep
+from trace_scorer.langfuse.http import endpoints as ep
 
 ALL_TIME = TimeWindow(datetime.fromisoformat(END) - timedelta(days=1), datetime.fromisoformat(END) + timedelta(hours=1))
 PRODUCTION = TraceFilter(environments=("production",))

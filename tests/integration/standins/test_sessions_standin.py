@@ -132,7 +132,7 @@ def test_a_generated_turn_resends_the_earlier_turns_and_a_session_sample_reads_e
 
     from standins.langfuse_query import project
     from trace_scorer.extract import extract_session
-    from trace_scorer.langfuse.reads_v4 import BODY_FIELDS
+    from trace_scorer.langfuse.reads.v4 import BODY_FIELDS
 
     chat = small_scenario(traces=8, session_turns=4, duplicate_rate=0.0, datasets=(), formats=("openai_chat",))
     corpus = Corpus(chat)

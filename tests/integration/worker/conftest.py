@@ -13,12 +13,12 @@ import pytest
 
 from tests.support.clocks import FakeClock, SleepRecorder
 from tests.support.worker import FLAKY, GATES, Flaky, Harness, MakeHarness, settings_for, traces_target
-from trace_scorer import resources
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.judge import build_judge
 from trace_scorer.judge import chat as judge_chat
 from trace_scorer.metrics.registry import MetricRegistry, default_registry
 from trace_scorer.providers import client as provider_client
+from trace_scorer.scoring import resources
 
 #: An in-process chat endpoint: answers (or holds) each request.
 ChatServer = Callable[[httpx.Request], Any]
@@ -27,7 +27,7 @@ ChatServer = Callable[[httpx.Request], Any]
 @pytest.fixture(autouse=True)
 def _registry_with_flaky(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry: MetricRegistry = default_registry().with_classes(Flaky)
-    monkeypatch.setattr("trace_scorer.plan.default_registry", lambda: registry)
+    monkeypatch.setattr("trace_scorer.scoring.plan.default_registry", lambda: registry)
     FLAKY.clear()
     GATES.clear()
     yield

@@ -16,7 +16,7 @@ from tests.support.worker import CLI_SETTINGS, agent_trace
 from trace_scorer import cli
 from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse import LangfuseClient
-from trace_scorer.langfuse.retry import CHECK_CONNECT_TIMEOUT
+from trace_scorer.langfuse.http.retry import CHECK_CONNECT_TIMEOUT
 
 pytestmark = pytest.mark.usefixtures("cli_workdir")
 

@@ -274,7 +274,7 @@ async def test_no_run_level_scores_on_servers_without_dataset_run_scores(
     """2.x requires a traceId on every score: run-level scores are not posted, and the log says so."""
     import structlog
 
-    from trace_scorer.langfuse.server import ServerCapabilities
+    from trace_scorer.langfuse.server.capabilities import ServerCapabilities
 
     start = clock.now() - timedelta(minutes=30)
     run = v3_bench_run(v3, "baseline", start)

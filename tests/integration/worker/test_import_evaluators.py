@@ -14,7 +14,7 @@ import pytest
 from tests.support.langfuse_inprocess import MakeLangfuse
 from trace_scorer import cli
 from trace_scorer.config import load_settings
-from trace_scorer.plan import build_plans
+from trace_scorer.scoring.plan import build_plans
 
 pytestmark = pytest.mark.usefixtures("cli_workdir")
 

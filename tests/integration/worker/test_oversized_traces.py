@@ -17,7 +17,7 @@ from tests.support.langfuse_factories import Reply
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from tests.support.worker import Harness, MakeHarness, agent_trace
 from trace_scorer.langfuse import LangfuseClient
-from trace_scorer.langfuse.trace_scan import ANSWER_TOO_LARGE, TOO_MANY_ROWS
+from trace_scorer.langfuse.reads.trace_scan import ANSWER_TOO_LARGE, TOO_MANY_ROWS
 from trace_scorer.ops import Health, Ops
 from trace_scorer.worker.service import open_context
 from trace_scorer.worker.traces import FIELD_TOO_LARGE

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import trace_scorer
-from trace_scorer.api import JudgeConfig, ascore, score, to_samples
+from trace_scorer.api.scoring import JudgeConfig, ascore, score, to_samples
 from trace_scorer.config.common import ConfigError
-from trace_scorer.outcomes import Skipped
+from trace_scorer.data.outcomes import Skipped
 from trace_scorer.sample import Sample
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -128,10 +128,10 @@ def test_the_api_key_is_never_shown() -> None:
 
 def test_import_trace_scorer_stays_cheap_and_reexports_the_api() -> None:
     code = (
-        "import sys, trace_scorer; assert 'trace_scorer.api' not in sys.modules, 'api imported'; "
-        "assert 'trace_scorer.pipeline' not in sys.modules; "
+        "import sys, trace_scorer; assert 'trace_scorer.api.scoring' not in sys.modules, 'api imported'; "
+        "assert 'trace_scorer.scoring.pipeline' not in sys.modules; "
         "from trace_scorer import score, langfuse_evaluator; print(score.__module__)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "trace_scorer.api"
+    assert done.stdout.strip() == "trace_scorer.api.scoring"
     assert trace_scorer.JudgeConfig is JudgeConfig

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from trace_scorer import plugins
 from trace_scorer.extract.formats import FORMATS, installed_formats
 from trace_scorer.kpi.formulas import FORMULAS, installed_formulas
-from trace_scorer.plugins import PluginError
+from trace_scorer.runtime import plugins
+from trace_scorer.runtime.plugins import PluginError
 
 PLUGIN = '''
 from collections.abc import Mapping
@@ -58,7 +58,7 @@ class Half(KpiFormula[HalfOptions]):
 
 SCRIPT = '''
 import json, sys
-from trace_scorer.api import score
+from trace_scorer.api.scoring import score
 
 rows = json.loads(sys.argv[1])
 samples = [{"id": "s", "messages": [{"role": "user", "content": "hi"}], "response": "hello there",

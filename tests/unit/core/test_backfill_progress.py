@@ -12,7 +12,7 @@ import structlog
 from rich.console import Console
 from rich.file_proxy import FileProxy
 
-from trace_scorer.logs import configure_logging
+from trace_scorer.runtime.logs import configure_logging
 from trace_scorer.worker.backfill_bar import BackfillProgress
 from trace_scorer.worker.tick import TickReport
 

@@ -11,7 +11,7 @@ import pytest
 
 from trace_scorer import cli
 from trace_scorer.config import ConfigError, TargetSettings, load_settings
-from trace_scorer.plan import build_plan, build_plans, raw_target_problems
+from trace_scorer.scoring.plan import build_plan, build_plans, raw_target_problems
 
 SECRET = "sk-lf-0123456789abcdef"
 

@@ -1,4 +1,4 @@
-"""Langfuse's evaluators read tolerantly (langfuse/evaluators.py): what a 4.16.0 server answers, and the
+"""Langfuse's evaluators read tolerantly (langfuse/server/evaluators.py): what a 4.16.0 server answers, and the
 shapes the unstable API may still take — fields missing, of another type, or unusable here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trace_scorer.judge.definition import JudgeDefinition
-from trace_scorer.langfuse.evaluators import Unusable, judge_definition
+from trace_scorer.langfuse.server.evaluators import Unusable, judge_definition
 
 MANAGED = {  # as a real 4.16.0 lists a managed evaluator (§7): NUMERIC, descriptions, no range, no model
     "id": "cm-1",

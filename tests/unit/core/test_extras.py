@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from trace_scorer import cli, extras
+from trace_scorer import cli
 from trace_scorer.errors import UserError
 from trace_scorer.offline import command as offline_command
+from trace_scorer.runtime import extras
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "compare"
 

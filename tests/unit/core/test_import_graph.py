@@ -99,7 +99,7 @@ def _imports_of(module: str) -> set[str]:
 
 def test_the_pipeline_knows_metrics_not_the_judge() -> None:
     """The judge's per-sample deadline lives in the judged-metric layer (metrics/_judged.py), issue #25."""
-    assert "trace_scorer.judge.judge" not in _imports_of("trace_scorer.pipeline")
+    assert "trace_scorer.judge.judge" not in _imports_of("trace_scorer.scoring.pipeline")
 
 
 def test_the_outcomes_are_imported_from_outcomes_py() -> None:

@@ -13,11 +13,11 @@ import pytest
 from trace_scorer import cli
 from trace_scorer.config import ConfigError, load_settings
 from trace_scorer.config.common import public_url
+from trace_scorer.data.outcomes import Score, Skipped
 from trace_scorer.kpi.base import Kpi
 from trace_scorer.kpi.expression import ExpressionError, compile_expression
 from trace_scorer.langfuse.errors import LangfuseAuthError
 from trace_scorer.offline.read import load_inputs
-from trace_scorer.outcomes import Score, Skipped
 
 
 @pytest.fixture(autouse=True)

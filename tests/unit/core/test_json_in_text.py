@@ -3,7 +3,7 @@ times, each reader with its own opening characters)."""
 
 from __future__ import annotations
 
-from trace_scorer.rows import json_in_text
+from trace_scorer.data.rows import json_in_text
 
 
 def test_objects_and_lists_are_read_the_rest_stays_as_sent() -> None:

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from trace_scorer import jsonbytes
+from trace_scorer.data import jsonbytes
 
 BODY: dict[str, Any] = {
     "model": "judge-a",

@@ -208,7 +208,7 @@ class _ShareFormula(_ScaleFormula):
 def test_a_kpis_score_config_has_the_range_its_formula_declares(monkeypatch: pytest.MonkeyPatch) -> None:
     """Langfuse's score config of a KPI: threshold's 0/1, a declared range, unbounded otherwise (issue 25)."""
     from trace_scorer.config.targets import TargetSettings
-    from trace_scorer.plan import build_plan
+    from trace_scorer.scoring.plan import build_plan
     from trace_scorer.worker.scores import config_specs
 
     _formula_entries.cache_clear()

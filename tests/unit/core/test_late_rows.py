@@ -7,7 +7,7 @@ from typing import Any
 
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import TraceRoot, TraceRows
-from trace_scorer.langfuse.trace_scan import MAX_IDS_PER_SCAN
+from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN
 from trace_scorer.worker.late_rows import RECHECK_WAIT, LateRows
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -275,7 +275,7 @@ def test_only_results_kept_whole_have_their_comments_and_details(tmp_path: Path)
     """The JSON lines and the table show neither a score's comment nor its details: the metrics are told
     so and may skip building them; a caller that keeps everything (compare, calibrate, groups) gets them."""
     from trace_scorer.offline.parts import PartScorer
-    from trace_scorer.plan import build_plan
+    from trace_scorer.scoring.plan import build_plan
 
     (tmp_path / "settings.toml").write_text(SETTINGS.format(group_by=""))
     settings = load_settings(tmp_path / "settings.toml")

@@ -13,9 +13,9 @@ from trace_scorer.config import TargetSettings
 from trace_scorer.metrics.base import GroupInput, Score, Skipped
 from trace_scorer.metrics.pass_at_k import PassAtK, PassAtKOptions, pass_at_k, pass_hat_k
 from trace_scorer.metrics.registry import MetricRegistry
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 
 @pytest.mark.parametrize(

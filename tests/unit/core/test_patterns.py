@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from trace_scorer.config.targets import TargetSettings
-from trace_scorer.patterns import SafePattern
+from trace_scorer.data.patterns import SafePattern
 
 
 def test_a_catastrophic_pattern_answers_at_once() -> None:

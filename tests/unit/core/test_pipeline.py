@@ -11,9 +11,9 @@ import pytest
 from trace_scorer.config import TargetSettings
 from trace_scorer.metrics.base import Failed, Score, Skipped
 from trace_scorer.metrics.registry import MetricRegistry
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 
 def pipeline(

@@ -8,7 +8,7 @@ import pytest
 
 from trace_scorer.config import ConfigError, TargetSettings
 from trace_scorer.metrics.registry import MetricRegistry
-from trace_scorer.plan import build_plan
+from trace_scorer.scoring.plan import build_plan
 
 
 def target(metrics: list[dict[str, Any]], kpis: list[dict[str, Any]] | None = None) -> TargetSettings:

@@ -1,4 +1,4 @@
-"""The shared retry building block (trace_scorer.retry) under the Langfuse and the LLM providers' policies."""
+"""The shared retry building block (trace_scorer.runtime.retry) under the Langfuse and the LLM providers' policies."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from tenacity import RetryCallState
 
-from trace_scorer import progress
-from trace_scorer.retry import backoff, parse_retry_after, retrying, run_retrying
+from trace_scorer.runtime import progress
+from trace_scorer.runtime.retry import backoff, parse_retry_after, retrying, run_retrying
 
 
 def test_retry_after_in_seconds_or_as_an_http_date() -> None:

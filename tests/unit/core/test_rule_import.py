@@ -1,4 +1,4 @@
-"""Evaluation rules → targets (langfuse/rule_import.py): each mapping object and source the API documents,
+"""Evaluation rules → targets (langfuse/server/rule_import.py): each mapping object and source the API documents,
 the filters, and what is refused with the reason."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trace_scorer.config.targets import TargetSettings
-from trace_scorer.langfuse.rule_import import (
+from trace_scorer.langfuse.server.rule_import import (
     Untranslatable,
     legacy_path,
     observation_filter,
@@ -138,7 +138,7 @@ def test_every_written_target_validates_and_names_are_unique() -> None:
 
 
 def test_dataset_filters_become_names() -> None:
-    from trace_scorer.langfuse.rule_import import dataset_filter
+    from trace_scorer.langfuse.server.rule_import import dataset_filter
 
     names = {"d1": "alpha", "d2": "beta", "d3": "gamma"}
     any_of = {"type": "stringOptions", "column": "datasetId", "operator": "any of", "value": ["d3", "d1"]}

@@ -1,4 +1,4 @@
-"""Scores are encoded once (langfuse/scores.py): the bytes httpx would send, and event ids as before."""
+"""Scores are encoded once (langfuse/writes/scores.py): the bytes httpx would send, and event ids as before."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from trace_scorer.langfuse import ScoreSubject, ScoreToPost
-from trace_scorer.langfuse.ids import SCORE_ID_NAMESPACE, format_timestamp
-from trace_scorer.langfuse.scores import ingestion_event, list_element, wire_json
+from trace_scorer.langfuse.writes.ids import SCORE_ID_NAMESPACE, format_timestamp
+from trace_scorer.langfuse.writes.scores import ingestion_event, list_element, wire_json
 
 METADATA: list[dict[str, Any] | None] = [
     None,
@@ -59,7 +59,7 @@ def test_a_score_json_cannot_hold_is_refused_as_before() -> None:
 
 
 def test_score_and_event_ids_are_the_uuid5_of_the_standard_library() -> None:
-    from trace_scorer.langfuse import ids
+    from trace_scorer.langfuse.writes import ids
 
     for name in ["", "score\x1ft-1\x1f\x1f\x1frouge", "Réservé ✓ 😀" * 9, "\x00\x7f"]:
         assert ids._uuid5(name) == str(uuid.uuid5(SCORE_ID_NAMESPACE, name))
@@ -70,7 +70,7 @@ def test_score_and_event_ids_are_the_uuid5_of_the_standard_library() -> None:
 
 
 def test_plain_values_are_the_ones_orjson_writes_as_the_standard_library() -> None:
-    from trace_scorer import jsonbytes
+    from trace_scorer.data import jsonbytes
 
     assert jsonbytes.plain({"a": ["x", 1, 0.5, -0.0, True, None, {"b": 2**63 - 1}]})
     for odd in (

@@ -1,4 +1,4 @@
-"""The Langfuse server's time from its ``Date`` headers (``langfuse/clock.py``): carried on the monotonic
+"""The Langfuse server's time from its ``Date`` headers (``langfuse/http/clock.py``): carried on the monotonic
 clock, never ahead of the server, and used instead of the local clock only when that is off it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from tests.support.clocks import ManualClock
-from trace_scorer.langfuse.clock import CLOCK_TOLERANCE_SECONDS, ServerTime
+from trace_scorer.langfuse.http.clock import CLOCK_TOLERANCE_SECONDS, ServerTime
 
 NOON = datetime(2026, 10, 1, 12, 0, 0, tzinfo=UTC)
 NOON_HEADER = "Thu, 01 Oct 2026 12:00:00 GMT"

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from trace_scorer.langfuse import ScoreSubject, ScoreToPost, TraceRoot
-from trace_scorer.langfuse.ids import score_id
-from trace_scorer.langfuse.score_validation import validate_score
-from trace_scorer.langfuse.scores import score_fields
-from trace_scorer.langfuse.server import ServerCapabilities
+from trace_scorer.langfuse.server.capabilities import ServerCapabilities
+from trace_scorer.langfuse.writes.ids import score_id
+from trace_scorer.langfuse.writes.score_validation import validate_score
+from trace_scorer.langfuse.writes.scores import score_fields
 from trace_scorer.worker.sessions import last_activity, session_is_quiet
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
@@ -117,7 +117,7 @@ def test_the_shipped_session_example_is_a_valid_target() -> None:
     from pathlib import Path
 
     from trace_scorer.config.targets import TargetSettings
-    from trace_scorer.plan import build_plan
+    from trace_scorer.scoring.plan import build_plan
 
     text = (Path(__file__).resolve().parents[3] / "settings.toml").read_text()
     start = text.index('# [[targets]]\n# name = "sessions"')
@@ -152,7 +152,7 @@ def test_a_sessions_traces_are_asked_by_its_id_in_every_form_the_server_reads() 
     import json
 
     from trace_scorer.langfuse import TimeWindow, TraceFilter
-    from trace_scorer.langfuse.filters import root_matches, v3_traces_query, v4_root_query
+    from trace_scorer.langfuse.reads.filters import root_matches, v3_traces_query, v4_root_query
 
     window = TimeWindow(NOW - timedelta(days=1), NOW)
     session = TraceFilter(exclude_environments=("trace-scorer",), session_id="chat-1")

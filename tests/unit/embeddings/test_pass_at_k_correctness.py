@@ -10,9 +10,9 @@ import pytest
 from tests.support.embeddings import ScriptedEmbedder
 from trace_scorer.config import TargetSettings
 from trace_scorer.metrics.base import Resources, Score
-from trace_scorer.pipeline import GroupResult, Pipeline
-from trace_scorer.plan import build_plan
 from trace_scorer.sample import Sample, ToolCall
+from trace_scorer.scoring.pipeline import GroupResult, Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 #: Vectors whose cosine with the expected answer's is known exactly: 20 / (5 · 5) is 0.8 in floating point.
 VECTORS = {

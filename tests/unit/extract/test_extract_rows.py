@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from trace_scorer.data.times import parse_time, parse_timestamp
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.model import Notes
 from trace_scorer.extract.rows import (
@@ -16,7 +17,6 @@ from trace_scorer.extract.rows import (
     to_observation,
     trace_order,
 )
-from trace_scorer.times import parse_time, parse_timestamp
 
 
 def test_json_strings_are_parsed_and_other_strings_kept():
@@ -143,7 +143,7 @@ def test_one_time_parser_reads_z_offsets_and_fractions_of_any_length():
 
 
 def test_extraction_and_the_langfuse_adapter_keep_the_same_row(make_row):
-    """One rule (trace_scorer.rows.replaces) for both de-duplicators."""
+    """One rule (trace_scorer.data.rows.replaces) for both de-duplicators."""
     cases = [
         ("2026-03-01T10:00:00Z", "2026-03-01T10:00:01Z"),  # newer later
         ("2026-03-01T10:00:01Z", "2026-03-01T10:00:00Z"),  # newer first

@@ -128,8 +128,8 @@ def test_the_reference_free_checks_score_a_session_as_they_score_a_trace(make_ro
 
     from trace_scorer.config.targets import TargetSettings
     from trace_scorer.metrics.base import Score
-    from trace_scorer.pipeline import Pipeline
-    from trace_scorer.plan import build_plan
+    from trace_scorer.scoring.pipeline import Pipeline
+    from trace_scorer.scoring.plan import build_plan
 
     checks = ["tool_call_validity", "tool_errors", "tool_loops", "answer_completeness", "latency", "total_tokens"]
     checks += ["tool_call_count"]

@@ -1,4 +1,4 @@
-"""scope = "observation": the observation filter (langfuse/observation_filter.py) and the samples built
+"""scope = "observation": the observation filter (langfuse/reads/observation_filter.py) and the samples built
 from one trace's rows, one per matching observation (extract/observations.py), hostile rows included."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from trace_scorer.config.targets import TargetSettings
+from trace_scorer.data.patterns import SafePattern
 from trace_scorer.extract.observations import MAX_SUBTREE_ROWS, observation_samples
-from trace_scorer.langfuse.observation_filter import ObservationFilter
+from trace_scorer.langfuse.reads.observation_filter import ObservationFilter
 from trace_scorer.metrics.base import Resources, Score, Skipped
-from trace_scorer.patterns import SafePattern
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 from trace_scorer.worker.observations import observation_filter
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}

@@ -25,8 +25,8 @@ from trace_scorer.judge import Judge
 from trace_scorer.metrics.aspect_critic import AspectCritic
 from trace_scorer.metrics.base import Failed, Resources, Score
 from trace_scorer.ops.telemetry import Telemetry
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 
 def critic(judge: Judge) -> AspectCritic:

@@ -19,10 +19,10 @@ import respx
 from tests.support.judge import JudgeFactory, booking_sample, completion, error, provider, verdict
 from trace_scorer.config import TargetSettings
 from trace_scorer.metrics.base import Resources, Score
-from trace_scorer.pipeline import Pipeline
-from trace_scorer.plan import build_plan
 from trace_scorer.providers.limits import PrioritySlots
 from trace_scorer.sample import Message, Sample
+from trace_scorer.scoring.pipeline import Pipeline
+from trace_scorer.scoring.plan import build_plan
 
 TRACES, SLOTS = 40, 4
 

@@ -256,8 +256,8 @@ async def test_trace_facts_are_posted_as_they_are_and_skipped_when_absent() -> N
 async def test_pipeline_lets_facts_leave_0_1_but_not_other_metrics() -> None:
     """Values outside [0, 1] are refused unless the metric declares its range (docs/metrics.md)."""
     from trace_scorer.config.targets import TargetSettings
-    from trace_scorer.pipeline import Pipeline
-    from trace_scorer.plan import build_plan
+    from trace_scorer.scoring.pipeline import Pipeline
+    from trace_scorer.scoring.plan import build_plan
 
     target = TargetSettings.model_validate(
         {"name": "t", "metrics": [{"metric": "latency"}, {"metric": "total_tokens"}, {"metric": "tool_call_count"}]}

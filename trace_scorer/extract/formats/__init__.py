@@ -16,7 +16,7 @@ from trace_scorer.extract.formats.gemini import GEMINI
 from trace_scorer.extract.formats.langchain import LANGCHAIN
 from trace_scorer.extract.formats.openai import OPENAI
 from trace_scorer.extract.formats.otel import OTEL
-from trace_scorer.plugins import FORMATS_GROUP, load_plugins
+from trace_scorer.runtime.plugins import FORMATS_GROUP, load_plugins
 
 #: The formats, in the order they are asked. The order decides only where two formats both answer:
 #: LangChain comes first because it wraps the providers' messages (its ``dumpd`` envelope is opened

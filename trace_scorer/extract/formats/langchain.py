@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trace_scorer.data.rows import json_in_text
 from trace_scorer.extract.formats.base import Format
 from trace_scorer.extract.model import Call, Notes, Role
 from trace_scorer.extract.toolcalls import read_tool_call
-from trace_scorer.rows import json_in_text
 
 ROLE_BY_TYPE = {
     "human": "user",

@@ -1,0 +1,2 @@
+"""Writing to Langfuse: scores (validated, with deterministic ids, batched), score configs,
+annotation-queue items."""
