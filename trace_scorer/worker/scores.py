@@ -24,6 +24,7 @@ from trace_scorer.scoring.plan import TargetPlan
 MAX_DETAILS_BYTES = 16_000
 #: Langfuse shows the comment in tables: keep it readable.
 MAX_COMMENT_CHARS = 1_000
+_SCORER = f"trace-scorer {__version__}"
 _ENVIRONMENT_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -59,11 +60,12 @@ def scores_to_post(
 ) -> list[ScoreToPost]:
     """One score per outcome that has a value; skips and failures are never posted."""
     posts = []
+    score_env = score_environment(environment)  # the same for each of the trace's scores
     for name, outcome in outcomes.items():
         if not isinstance(outcome, Score):
             continue
         metadata: dict[str, Any] = {
-            "scorer": f"trace-scorer {__version__}",
+            "scorer": _SCORER,
             "target": plan.target.name,
             "config_hash": plan.config_hash,
             "fingerprint": plan.fingerprints.get(name),
@@ -89,7 +91,7 @@ def scores_to_post(
                 timestamp=timestamp,
                 comment=comment,
                 metadata=metadata,
-                environment=score_environment(environment),
+                environment=score_env,
             )
         )
     return posts
