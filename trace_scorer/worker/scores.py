@@ -25,6 +25,8 @@ MAX_DETAILS_BYTES = 16_000
 #: Langfuse shows the comment in tables: keep it readable.
 MAX_COMMENT_CHARS = 1_000
 _SCORER = f"trace-scorer {__version__}"
+#: ``json.dumps(details, ensure_ascii=False, default=str)``'s encoder, made once (``dumps`` makes one a call).
+_DETAILS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 _ENVIRONMENT_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -39,7 +41,7 @@ def score_environment(environment: str | None) -> str | None:
 def _details(details: Mapping[str, Any]) -> str:
     """The details as the JSON text Langfuse gets (``wire_metadata`` sends nested metadata values as
     text): encoded once here, not decoded and encoded again on the way out."""
-    text = json.dumps(details, ensure_ascii=False, default=str)
+    text = _DETAILS_JSON.encode(details)
     size = len(text.encode())
     if size > MAX_DETAILS_BYTES:
         return json.dumps({"omitted": f"details of {size} bytes exceed {MAX_DETAILS_BYTES}"})
