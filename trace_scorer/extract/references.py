@@ -49,7 +49,7 @@ def _walk(current: Any, steps: tuple[PathStep, ...]) -> Any:
             found = _walk(current[step], steps[1:])
             if found is not _MISSING:
                 return found
-        for end, key in _dotted_keys(steps):
+        for end, key in _dotted_keys(steps) if len(steps) > 1 else ():
             if key in current:
                 found = _walk(current[key], steps[end:])
                 if found is not _MISSING:
