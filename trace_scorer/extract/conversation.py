@@ -20,6 +20,8 @@ class Conversation:
     def __init__(self) -> None:
         self.messages: list[Msg] = []
         self._keys: list[str] = []
+        #: The keys in ``_keys``: a generation's new messages (its answer, at least) are not searched for.
+        self._known: set[str] = set()
 
     def extend(self, incoming: list[Msg]) -> list[Msg]:
         """Append what is new in ``incoming``; returns the messages appended."""
@@ -28,14 +30,16 @@ class Conversation:
         last_known = -1
         for index, message in enumerate(incoming):
             key = message.key()
-            found = _find(keys, key, position)
+            found = _find(keys, key, position) if key in self._known else -1
             if found >= 0:
                 position = found + 1
                 last_known = index
         fresh = incoming[last_known + 1 :]
         for message in fresh:
             self.messages.append(message)
-            keys.append(message.key())
+            key = message.key()
+            keys.append(key)
+            self._known.add(key)
         return fresh
 
 

@@ -219,8 +219,9 @@ class _Extraction:
             if observation.type == "GENERATION":
                 # A generation tells the calls made only when its payload could be read: without
                 # the io fields, or in an unknown format, "no calls" would be a guess.
-                asked = self._messages(observation, "input", index - 0.5)
-                answered = self._messages(observation, "output", index + 0.5)
+                where = observation.label()  # named once for both sides' notes
+                asked = self._messages(observation, "input", index - 0.5, where)
+                answered = self._messages(observation, "output", index + 0.5, where)
                 if (asked is not None and observation.input is not None) or (
                     answered is not None and observation.output is not None
                 ):
@@ -234,11 +235,11 @@ class _Extraction:
                     tool_calls.append(call)
         return conversation, tool_calls, sources
 
-    def _messages(self, observation: Observation, side: str, order: float) -> list[Msg] | None:
+    def _messages(self, observation: Observation, side: str, order: float, where: str) -> list[Msg] | None:
         value = observation.input if side == "input" else observation.output
-        found = self.reader.read(value, "input" if side == "input" else "output", observation.label())
+        found = self.reader.read(value, "input" if side == "input" else "output", where)
         if found is None:
-            self.notes.add(f"{observation.label()}: {side} is not in a message format we know ({short(value)})")
+            self.notes.add(f"{where}: {side} is not in a message format we know ({short(value)})")
             return None
         for message in found:
             message.order = order

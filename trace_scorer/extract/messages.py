@@ -119,11 +119,14 @@ class MessageReader:
             found: list[Msg] | None
             if isinstance(item, dict):
                 if index < len(previous) and previous[index][0] == item:
-                    found = [_copy(message) for message in previous[index][1]]
+                    # The kept messages are never handed out (only copies are), so they stay as kept.
+                    pristine = previous[index][1]
+                    found = [_copy(message) for message in pristine]
+                    current.append((item, pristine))
                 else:
                     found = self.read_message(item, side, where)
-                if found is not None:
-                    current.append((item, [_copy(message) for message in found]))
+                    if found is not None:
+                        current.append((item, [_copy(message) for message in found]))
             elif isinstance(item, list) and _is_role_pair(item):
                 found = self.read_message({"role": item[0], "content": item[1]}, side, where)
             elif isinstance(item, list | str):

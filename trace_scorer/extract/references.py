@@ -10,6 +10,7 @@ configured that field, and skipped quietly for the defaults (they probe several 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -48,8 +49,7 @@ def _walk(current: Any, steps: tuple[PathStep, ...]) -> Any:
             found = _walk(current[step], steps[1:])
             if found is not _MISSING:
                 return found
-        for end in range(len(steps), 1, -1):  # the longest dotted key first
-            key = ".".join(str(s) for s in steps[:end])
+        for end, key in _dotted_keys(steps) if len(steps) > 1 else ():
             if key in current:
                 found = _walk(current[key], steps[end:])
                 if found is not _MISSING:
@@ -58,6 +58,13 @@ def _walk(current: Any, steps: tuple[PathStep, ...]) -> Any:
     if isinstance(current, list) and isinstance(step, int) and -len(current) <= step < len(current):
         return _walk(current[step], steps[1:])
     return _MISSING
+
+
+@functools.lru_cache(maxsize=1024)
+def _dotted_keys(steps: tuple[PathStep, ...]) -> tuple[tuple[int, str], ...]:
+    """The flattened keys the first steps may form, the longest first, with how many steps each takes
+    (cached: every default path probes them at each object it meets, for every trace)."""
+    return tuple((end, ".".join(str(s) for s in steps[:end])) for end in range(len(steps), 1, -1))
 
 
 def _text(value: Any) -> str:

@@ -148,9 +148,18 @@ class Observation:
         return f"{self.type or 'observation'}{name} ({self.id})"
 
 
+#: What ``json.loads`` skips before a value, and the characters a value it reads may start with.
+_JSON_BLANKS = " \t\n\r"
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
+
+
 def parse_json_field(value: Any) -> Any:
     """A JSON string parsed; a string that is not JSON as it is; anything else unchanged."""
     if isinstance(value, str):
+        # Where the standard library would fail at once ("Expecting value"), two decoders' errors are
+        # spared: plain text is common in inputs and outputs.
+        if value.lstrip(_JSON_BLANKS)[:1] not in _JSON_STARTS:
+            return value
         try:
             return jsonbytes.loads(value)
         except (ValueError, RecursionError):

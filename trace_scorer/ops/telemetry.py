@@ -103,6 +103,10 @@ class _LabelGuard:
             return text
 
 
+#: How many outcome counter children :meth:`Telemetry.metric_outcomes` keeps at hand.
+_MAX_OUTCOME_CHILDREN = 4096
+
+
 def _timestamp(moment: datetime | float) -> float:
     return moment.timestamp() if isinstance(moment, datetime) else float(moment)
 
@@ -170,6 +174,9 @@ class Telemetry:
         #: lookup each) four times a call was ~1 % of a judged trace's CPU. Bounded by the models × 3.
         self._judge_counters: dict[tuple[object, ...], Counter] = {}
         self._judge_timers: dict[str, Histogram] = {}
+        #: The outcome counters' children by (target, score name, outcome), for the same reason: three
+        #: ``labels()`` a trace. Bounded by :data:`_MAX_OUTCOME_CHILDREN` (names are configured ones).
+        self._outcome_counters: dict[tuple[str, str, str], Counter] = {}
         self._newest_lock = threading.Lock()
         self._newest: dict[str, float] = {}
         r = self.registry
@@ -368,10 +375,16 @@ class Telemetry:
 
     def metric_outcomes(self, target: str, outcomes: Mapping[str, Outcome]) -> None:
         """Count one sample's (or group's) results by score name: call it with ``SampleResult.outcomes``."""
-        t = self._label("target", target)
+        children = self._outcome_counters
         for name, outcome in outcomes.items():
             kind = "scored" if isinstance(outcome, Score) else "skipped" if isinstance(outcome, Skipped) else "failed"
-            self._metric_results.labels(t, self._label("metric", name), kind).inc()
+            key = (target, name, kind)
+            child = children.get(key)
+            if child is None:
+                child = self._metric_results.labels(self._label("target", target), self._label("metric", name), kind)
+                if len(children) < _MAX_OUTCOME_CHILDREN:
+                    children[key] = child
+            child.inc()
 
     def scores_posted(self, target: str, n: int) -> None:
         self._posted.labels(self._label("target", target)).inc(n)

@@ -24,6 +24,9 @@ from trace_scorer.scoring.plan import TargetPlan
 MAX_DETAILS_BYTES = 16_000
 #: Langfuse shows the comment in tables: keep it readable.
 MAX_COMMENT_CHARS = 1_000
+_SCORER = f"trace-scorer {__version__}"
+#: ``json.dumps(details, ensure_ascii=False, default=str)``'s encoder, made once (``dumps`` makes one a call).
+_DETAILS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 _ENVIRONMENT_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -38,7 +41,7 @@ def score_environment(environment: str | None) -> str | None:
 def _details(details: Mapping[str, Any]) -> str:
     """The details as the JSON text Langfuse gets (``wire_metadata`` sends nested metadata values as
     text): encoded once here, not decoded and encoded again on the way out."""
-    text = json.dumps(details, ensure_ascii=False, default=str)
+    text = _DETAILS_JSON.encode(details)
     size = len(text.encode())
     if size > MAX_DETAILS_BYTES:
         return json.dumps({"omitted": f"details of {size} bytes exceed {MAX_DETAILS_BYTES}"})
@@ -59,11 +62,12 @@ def scores_to_post(
 ) -> list[ScoreToPost]:
     """One score per outcome that has a value; skips and failures are never posted."""
     posts = []
+    score_env = score_environment(environment)  # the same for each of the trace's scores
     for name, outcome in outcomes.items():
         if not isinstance(outcome, Score):
             continue
         metadata: dict[str, Any] = {
-            "scorer": f"trace-scorer {__version__}",
+            "scorer": _SCORER,
             "target": plan.target.name,
             "config_hash": plan.config_hash,
             "fingerprint": plan.fingerprints.get(name),
@@ -89,7 +93,7 @@ def scores_to_post(
                 timestamp=timestamp,
                 comment=comment,
                 metadata=metadata,
-                environment=score_environment(environment),
+                environment=score_env,
             )
         )
     return posts
