@@ -30,6 +30,7 @@ from trace_scorer.metrics._arguments import (
     canonicalizer,
     mismatched_keys,
     normalize_calls,
+    plain_equal,
 )
 from trace_scorer.metrics._matching import Pair, assign, lcs_pairs
 from trace_scorer.metrics.base import Metric, MetricOutput, Resources
@@ -82,6 +83,8 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
         self._canon = canonicalizer(coerce_scalars=options.coerce_scalars, casefold_strings=options.casefold_strings)
         self._flexible = options.mode == "flexible"
         self._threshold = options.argument_match_threshold
+        #: strict mode with no option: a pair compares with plain_equal, no canonical form built
+        self._plain = not self._flexible and not options.coerce_scalars and not options.casefold_strings
 
     async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
         return self.compute(sample.tool_calls or [], sample.reference_tool_calls or [])
@@ -178,6 +181,12 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
             return share if share >= self._threshold else None
         return 1.0 if a == r else None
 
+    def _pair_share(self, a: dict[str, Any], r: dict[str, Any]) -> float | None:
+        """:meth:`_share` of raw arguments ``a`` and ``r`` compared once."""
+        if self._plain:
+            return 1.0 if plain_equal(a, r) else None
+        return self._share(self._canon(a), self._canon(r))
+
     def _maximum_matching(
         self, actual: list[ToolCall], reference: list[ToolCall], shares: dict[Pair, float]
     ) -> list[Pair]:
@@ -193,7 +202,7 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
             for i, a in enumerate(actual):
                 j = reference_of.get(a.name)
                 if j is not None:
-                    share = self._share(canon(a.arguments), canon(reference[j].arguments))
+                    share = self._pair_share(a.arguments, reference[j].arguments)
                     if share is not None:
                         shares[(i, j)] = share
                         pairs.append((i, j))
@@ -211,7 +220,7 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
         for name, rows in actual_by_name.items():
             cols = by_name[name]
             if len(rows) == 1 and len(cols) == 1:
-                share = self._share(canon(actual[rows[0]].arguments), canon(reference[cols[0]].arguments))
+                share = self._pair_share(actual[rows[0]].arguments, reference[cols[0]].arguments)
                 if share is not None:
                     shares[(rows[0], cols[0])] = share
                     pairs.append((rows[0], cols[0]))
