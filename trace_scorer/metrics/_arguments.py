@@ -13,6 +13,8 @@ only where Python's ``==`` disagrees with JSON's: booleans become sentinels (Pyt
 under the options, strings are casefolded and scalars become their string form. Hand-written on
 purpose: the rule set is ours (docs/metrics.md), and a canonical form computed once per call is what keeps the
 matching hot path fast; a generic deep-diff library would walk both values again for every pair.
+Where a pair is compared only once (each name once on each side, strict mode, no option: most samples),
+:func:`plain_equal` walks the two values side by side instead, building neither form.
 """
 
 from __future__ import annotations
