@@ -13,6 +13,8 @@ only where Python's ``==`` disagrees with JSON's: booleans become sentinels (Pyt
 under the options, strings are casefolded and scalars become their string form. Hand-written on
 purpose: the rule set is ours (docs/metrics.md), and a canonical form computed once per call is what keeps the
 matching hot path fast; a generic deep-diff library would walk both values again for every pair.
+Where a pair is compared only once (each name once on each side, strict mode, no option: most samples),
+:func:`plain_equal` walks the two values side by side instead, building neither form.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class _Sentinel(enum.Enum):
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 Canonicalizer = Callable[[Any], Any]
+
+_ABSENT = object()
 
 
 def _number_text(value: int | float) -> str:
@@ -99,6 +103,44 @@ def _is_canonical(value: Any) -> bool:
 def _canon_plain_arguments(value: Any) -> Any:
     """:func:`_canon_plain`, returning ``value`` itself when nothing in it changes (never mutated after)."""
     return value if _is_canonical(value) else _canon_plain(value)
+
+
+def plain_equal(a: Any, b: Any) -> bool:
+    """``_canon_plain(a) == _canon_plain(b)``, without building either form: one walk of both values
+    side by side that stops at the first difference. For one comparison of a pair (each name once on
+    each side, the usual case) this halves the cost of two canonical forms (bench_offline); where the
+    types differ it falls back to the canonical forms, so it is that rule by construction."""
+    t = type(a)
+    if t is not type(b):
+        return bool(_canon_plain(a) == _canon_plain(b))
+    if t is dict:
+        if len(a) != len(b):
+            return False
+        for k, v in a.items():
+            w = b.get(k, _ABSENT)
+            if w is _ABSENT:
+                return False
+            tv = type(v)
+            if (tv is str or tv is int) and type(w) is tv:  # inline: most values are strings and ints
+                if v != w:
+                    return False
+            elif not plain_equal(v, w):
+                return False
+        return True
+    if t is list or t is tuple:
+        if len(a) != len(b):
+            return False
+        for v, w in zip(a, b, strict=True):
+            tv = type(v)
+            if (tv is str or tv is int) and type(w) is tv:
+                if v != w:
+                    return False
+            elif not plain_equal(v, w):
+                return False
+        return True
+    if t is float:
+        return bool(a == b or (a != a and b != b))  # NaN is one token
+    return bool(a == b)
 
 
 def _canon_casefold(value: Any) -> Any:

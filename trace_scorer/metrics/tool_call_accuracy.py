@@ -26,11 +26,11 @@ from pydantic import Field, model_validator
 from trace_scorer.data.outcomes import Outcome, Score
 from trace_scorer.metrics._arguments import (
     ArgumentOptions,
-    NormalizedCall,
     argument_share,
     canonicalizer,
     mismatched_keys,
     normalize_calls,
+    plain_equal,
 )
 from trace_scorer.metrics._matching import Pair, assign, lcs_pairs
 from trace_scorer.metrics.base import Metric, MetricOutput, Resources
@@ -83,6 +83,8 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
         self._canon = canonicalizer(coerce_scalars=options.coerce_scalars, casefold_strings=options.casefold_strings)
         self._flexible = options.mode == "flexible"
         self._threshold = options.argument_match_threshold
+        #: strict mode with no option: a pair compares with plain_equal, no canonical form built
+        self._plain = not self._flexible and not options.coerce_scalars and not options.casefold_strings
 
     async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
         return self.compute(sample.tool_calls or [], sample.reference_tool_calls or [])
@@ -117,13 +119,11 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
             }
             return Score(0.0, comment, details)
 
-        norm_actual = normalize_calls(actual, self._canon)
-        norm_reference = normalize_calls(reference, self._canon)
         shares: dict[Pair, float] = {}
         if opts.order == "any":
-            pairs = self._maximum_matching(norm_actual, norm_reference, shares)
+            pairs = self._maximum_matching(actual, reference, shares)
         else:
-            pairs = self._ordered_matching(norm_actual, norm_reference, shares)
+            pairs = self._ordered_matching(actual, reference, shares)
 
         tp = len(pairs)
         precision = tp / len(actual)
@@ -146,7 +146,7 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
                 match["argument_share"] = share
                 if share < 1.0:
                     match["mismatched_arguments"] = mismatched_keys(
-                        norm_actual[i].arguments, norm_reference[j].arguments
+                        self._canon(actual[i].arguments), self._canon(reference[j].arguments)
                     )
             matches.append(match)
 
@@ -174,19 +174,40 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
             details["argument_match_threshold"] = self._threshold
         return Score(value, comment, details)
 
-    def _share_if_match(self, a: NormalizedCall, r: NormalizedCall) -> float | None:
-        """The argument share if ``a`` matches ``r`` (1.0 in strict mode), else None."""
-        if a.name != r.name:
-            return None
+    def _share(self, a: Any, r: Any) -> float | None:
+        """The argument share if arguments ``a`` match ``r`` (both canonical; 1.0 in strict mode), else None."""
         if self._flexible:
-            share = argument_share(a.arguments, r.arguments)
+            share = argument_share(a, r)
             return share if share >= self._threshold else None
-        return 1.0 if a.arguments == r.arguments else None
+        return 1.0 if a == r else None
+
+    def _pair_share(self, a: dict[str, Any], r: dict[str, Any]) -> float | None:
+        """:meth:`_share` of raw arguments ``a`` and ``r`` compared once."""
+        if self._plain:
+            return 1.0 if plain_equal(a, r) else None
+        return self._share(self._canon(a), self._canon(r))
 
     def _maximum_matching(
-        self, actual: list[NormalizedCall], reference: list[NormalizedCall], shares: dict[Pair, float]
+        self, actual: list[ToolCall], reference: list[ToolCall], shares: dict[Pair, float]
     ) -> list[Pair]:
-        """A maximum one-to-one matching, solved per tool name (calls of different names never match)."""
+        """A maximum one-to-one matching, solved per tool name (calls of different names never match).
+
+        Only calls whose name the other side has get a canonical form (the rest cannot match)."""
+        canon = self._canon
+        reference_of = {r.name: j for j, r in enumerate(reference)}
+        if len(reference_of) == len(reference) and len({a.name for a in actual}) == len(actual):
+            # The usual case, each name at most once on each side: each call has at most one candidate,
+            # so the pairs come in actual-index order with no assignment to solve (bench_offline).
+            pairs: list[Pair] = []
+            for i, a in enumerate(actual):
+                j = reference_of.get(a.name)
+                if j is not None:
+                    share = self._pair_share(a.arguments, reference[j].arguments)
+                    if share is not None:
+                        shares[(i, j)] = share
+                        pairs.append((i, j))
+            return pairs
+
         by_name: dict[str, list[int]] = defaultdict(list)
         for j, r in enumerate(reference):
             by_name[r.name].append(j)
@@ -195,24 +216,26 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
             if a.name in by_name:
                 actual_by_name[a.name].append(i)
 
-        pairs: list[Pair] = []
+        pairs = []
         for name, rows in actual_by_name.items():
             cols = by_name[name]
-            if len(rows) == 1 and len(cols) == 1:  # the usual case: one call of the name on each side
-                share = self._share_if_match(actual[rows[0]], reference[cols[0]])
+            if len(rows) == 1 and len(cols) == 1:
+                share = self._pair_share(actual[rows[0]].arguments, reference[cols[0]].arguments)
                 if share is not None:
                     shares[(rows[0], cols[0])] = share
                     pairs.append((rows[0], cols[0]))
                 continue
+            row_args = [canon(actual[i].arguments) for i in rows]
+            col_args = [canon(reference[j].arguments) for j in cols]
             # Weight 1 + share/(k+1) for a match: every maximum-cardinality matching outweighs any
             # smaller one (the tie-breaks add up to less than 1), and among those the best-fitting
             # pairs win, so details show the natural pairing.
             bonus = 1.0 / (min(len(rows), len(cols)) + 1)
             weights: list[list[float]] = []
-            for i in rows:
+            for i, a_args in zip(rows, row_args, strict=True):
                 row: list[float] = []
-                for j in cols:
-                    share = self._share_if_match(actual[i], reference[j])
+                for j, r_args in zip(cols, col_args, strict=True):
+                    share = self._share(a_args, r_args)
                     if share is None:
                         row.append(0.0)
                     else:
@@ -224,14 +247,16 @@ class ToolCallAccuracy(Metric[ToolCallAccuracyOptions]):
         return pairs
 
     def _ordered_matching(
-        self, actual: list[NormalizedCall], reference: list[NormalizedCall], shares: dict[Pair, float]
+        self, actual: list[ToolCall], reference: list[ToolCall], shares: dict[Pair, float]
     ) -> list[Pair]:
         """The longest common subsequence of the two call lists under the match relation."""
+        norm_actual = normalize_calls(actual, self._canon)
+        norm_reference = normalize_calls(reference, self._canon)
         relation: list[list[bool]] = []
-        for i, a in enumerate(actual):
+        for i, a in enumerate(norm_actual):
             row: list[bool] = []
-            for j, r in enumerate(reference):
-                share = self._share_if_match(a, r)
+            for j, r in enumerate(norm_reference):
+                share = self._share(a.arguments, r.arguments) if a.name == r.name else None
                 if share is not None:
                     shares[(i, j)] = share
                 row.append(share is not None)

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from trace_scorer.metrics._arguments import argument_share, canonicalizer, mismatched_keys, values_equal
+from trace_scorer.metrics._arguments import (
+    argument_share,
+    canonicalizer,
+    mismatched_keys,
+    plain_equal,
+    values_equal,
+)
 from trace_scorer.sample import ToolCall
 
 
@@ -35,11 +41,19 @@ from trace_scorer.sample import ToolCall
         (float("nan"), float("nan"), True),
         ("", None, False),
         ([], {}, False),
+        ({"a": [float("nan"), 1]}, {"a": [float("nan"), 1.0]}, True),
+        ({"a": 1, "b": 2}, {"a": 1, "c": 2}, False),
+        ({"a": (1, True)}, {"a": [1.0, True]}, True),
+        ({"a": "x", "b": None}, {"a": "x", "b": False}, False),
+        ([1, [2, 3]], [1, [2, 3, 4]], False),
     ],
 )
 def test_default_equality_follows_json(a: Any, b: Any, equal: bool) -> None:
     assert values_equal(a, b) is equal
     assert values_equal(b, a) is equal
+    # the one-pass comparison tool_call_accuracy uses in strict mode gives the same answer
+    assert plain_equal(a, b) is equal
+    assert plain_equal(b, a) is equal
 
 
 @pytest.mark.parametrize(
