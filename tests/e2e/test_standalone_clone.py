@@ -52,8 +52,9 @@ sys.addaudithook(_hook)
 
 
 def pytest_sessionfinish(session, exitstatus):
+    found = sorted(seen)  # before the report is opened: writing it is not the run reading outside
     with open(os.environ["STANDALONE_REPORT"], "w") as out:
-        json.dump(sorted(seen), out)
+        json.dump(found, out)
 '''
 
 
@@ -91,6 +92,8 @@ def test_a_clone_in_an_empty_folder_passes_the_contract_tests(tmp_path: Path) ->
     guard.mkdir()
     (guard / "standalone_guard.py").write_text(GUARD)
     report = tmp_path / "opened-outside.json"
+    scratch = clone / ".tmp"
+    scratch.mkdir()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
@@ -102,6 +105,9 @@ def test_a_clone_in_an_empty_folder_passes_the_contract_tests(tmp_path: Path) ->
         # the checkout alone when it sits at the file system's root.
         "STANDALONE_WATCHED": str(ROOT if ROOT.parent == ROOT.parent.parent else ROOT.parent),
         "STANDALONE_REPORT": str(report),
+        # Temporary files inside the clone: a checkout under the system's temporary folder (a CI clone in
+        # /tmp) would otherwise watch that folder, and with it every temporary file the run makes.
+        "TMPDIR": str(scratch),
     }
     command = [sys.executable, "-m", "pytest", "-q", "-p", "standalone_guard", "-p", "no:cacheprovider", *SLICE]
     run = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, check=False)
