@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -103,8 +103,8 @@ class _LabelGuard:
             return text
 
 
-#: How many outcome counter children :meth:`Telemetry.metric_outcomes` keeps at hand.
-_MAX_OUTCOME_CHILDREN = 4096
+#: How many metric children :meth:`Telemetry._child` keeps at hand.
+_MAX_CHILDREN = 4096
 
 
 def _timestamp(moment: datetime | float) -> float:
@@ -170,13 +170,10 @@ class Telemetry:
         self.registry = CollectorRegistry(auto_describe=True)
         self._clock = clock
         self._label = _LabelGuard(max_label_values)
-        #: The judge calls' metric children by model and label: prometheus' ``labels()`` (a lock and a
-        #: lookup each) four times a call was ~1 % of a judged trace's CPU. Bounded by the models × 3.
-        self._judge_counters: dict[tuple[object, ...], Counter] = {}
-        self._judge_timers: dict[str, Histogram] = {}
-        #: The outcome counters' children by (target, score name, outcome), for the same reason: three
-        #: ``labels()`` a trace. Bounded by :data:`_MAX_OUTCOME_CHILDREN` (names are configured ones).
-        self._outcome_counters: dict[tuple[str, str, str], Counter] = {}
+        #: Metric children of the per-call and per-sample counters, by metric and raw label values
+        #: (:meth:`_child`): prometheus' ``labels()`` (a lock and a lookup each) four times a judge call and
+        #: three times a trace was ~1 % of a trace's CPU each. Bounded by :data:`_MAX_CHILDREN`.
+        self._children: dict[tuple[object, ...], Any] = {}
         self._newest_lock = threading.Lock()
         self._newest: dict[str, float] = {}
         r = self.registry
@@ -375,16 +372,9 @@ class Telemetry:
 
     def metric_outcomes(self, target: str, outcomes: Mapping[str, Outcome]) -> None:
         """Count one sample's (or group's) results by score name: call it with ``SampleResult.outcomes``."""
-        children = self._outcome_counters
         for name, outcome in outcomes.items():
             kind = "scored" if isinstance(outcome, Score) else "skipped" if isinstance(outcome, Skipped) else "failed"
-            key = (target, name, kind)
-            child = children.get(key)
-            if child is None:
-                child = self._metric_results.labels(self._label("target", target), self._label("metric", name), kind)
-                if len(children) < _MAX_OUTCOME_CHILDREN:
-                    children[key] = child
-            child.inc()
+            self._child(self._metric_results, ("target", target), ("metric", name), kind).inc()
 
     def scores_posted(self, target: str, n: int) -> None:
         self._posted.labels(self._label("target", target)).inc(n)
@@ -473,25 +463,26 @@ class Telemetry:
     ) -> None:
         """One LLM call that got an answer (``ok``), an answer that failed validation (``invalid``), or
         none after retries (``error``). ``model``: ``provider/model-id``."""
-        self._judge_counter(self._judge_calls, model, outcome).inc()
+        m = ("model", model)
+        self._child(self._judge_calls, m, outcome).inc()
         if prompt_tokens:
-            self._judge_counter(self._tokens, model, "prompt").inc(prompt_tokens)
+            self._child(self._tokens, m, "prompt").inc(prompt_tokens)
         if completion_tokens:
-            self._judge_counter(self._tokens, model, "completion").inc(completion_tokens)
+            self._child(self._tokens, m, "completion").inc(completion_tokens)
         if cost_usd:
-            self._judge_counter(self._cost, model).inc(cost_usd)
+            self._child(self._cost, m).inc(cost_usd)
         if duration_seconds is not None:
-            seconds = self._judge_timers.get(model)
-            if seconds is None:
-                seconds = self._judge_timers[model] = self._judge_seconds.labels(self._label("model", model))
-            seconds.observe(duration_seconds)
+            self._child(self._judge_seconds, m).observe(duration_seconds)
 
-    def _judge_counter(self, metric: Counter, model: str, *labels: str) -> Counter:
-        """``metric``'s child for ``model`` and ``labels``, made once (``_judge_counters``)."""
-        key = (id(metric), model, *labels)
-        child = self._judge_counters.get(key)
+    def _child(self, metric: Counter | Histogram, *labels: tuple[str, str] | str) -> Any:
+        """``metric``'s child for ``labels``, made once: a ``(label, value)`` pair is a name the label
+        guard cleans, a plain string a fixed value. Kept in ``_children`` up to :data:`_MAX_CHILDREN`."""
+        key = (id(metric), *labels)
+        child = self._children.get(key)
         if child is None:
-            child = self._judge_counters[key] = metric.labels(self._label("model", model), *labels)
+            child = metric.labels(*(self._label(*value) if isinstance(value, tuple) else value for value in labels))
+            if len(self._children) < _MAX_CHILDREN:
+                self._children[key] = child
         return child
 
     def judge_retry(self, model: str, status: int | str, wait_seconds: float) -> None:
