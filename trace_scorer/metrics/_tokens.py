@@ -29,6 +29,7 @@ Every text metric cuts a text longer than its ``max_chars`` option before any of
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,10 @@ _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
 _TOKEN = regex.compile(
     rf"[[{_CJK}]&&[\p{{L}}\p{{N}}]]|_*[[\p{{L}}\p{{N}}]&&[\w--[{_CJK}]]][\w--[{_CJK}]]*", regex.V1
 )
+#: :data:`_TOKEN` on ASCII text, by the standard library's ``re`` (~2.5x faster: ``regex``'s V1 set
+#: operations are checked a character at a time). In ASCII, ``\\w`` is letters, digits and ``_``, and
+#: no character is CJK or a mark, so both find the same tokens.
+_ASCII_TOKEN = re.compile(r"_*[A-Za-z0-9][A-Za-z0-9_]*")
 #: Variation selectors and enclosing marks: how a character is drawn, not which one it is.
 _PRESENTATION = regex.compile(r"[\uFE00-\uFE0F\U000E0100-\U000E01EF\p{Me}]+")
 #: Plain word runs (CJK not split): for salient-token look-ups where a run is compared whole.
@@ -83,9 +88,10 @@ def normalize_text(text: str) -> str:
 def tokenize(text: str, stemmer: Stemmer = "none") -> list[str]:
     """Casefolded word tokens of ``text``; CJK characters one token each; optionally Porter-stemmed."""
     text = normalize_text(text)
-    if not text.isascii():
-        text = _PRESENTATION.sub("", text)
-    tokens: list[str] = _TOKEN.findall(text)
+    if text.isascii():
+        tokens: list[str] = _ASCII_TOKEN.findall(text)
+    else:
+        tokens = _TOKEN.findall(_PRESENTATION.sub("", text))
     if stemmer == "porter":
         return [_stem_token(token) for token in tokens]
     return tokens

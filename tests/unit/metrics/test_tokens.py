@@ -8,7 +8,16 @@ import pytest
 from nltk.stem.porter import PorterStemmer
 from rouge_score.tokenize import tokenize as rouge_score_tokenize
 
-from trace_scorer.metrics._tokens import Capped, cap_text, cut_report, has_cjk, tokenize, word_runs
+from trace_scorer.metrics._tokens import (
+    _TOKEN,
+    Capped,
+    cap_text,
+    cut_report,
+    has_cjk,
+    normalize_text,
+    tokenize,
+    word_runs,
+)
 
 
 @pytest.mark.parametrize(
@@ -90,3 +99,12 @@ def test_cut_report_names_each_cut_text() -> None:
 def test_word_runs_keep_cjk_phrases_whole() -> None:
     assert word_runs("北京今天 Sunny") == ["北京今天", "sunny"]
     assert has_cjk("北京") and not has_cjk("sunny")
+
+
+def test_ascii_text_is_cut_as_the_unicode_pattern_cuts_it() -> None:
+    """ASCII text takes the standard library's pattern: the same tokens as the Unicode one, for every
+    pair of ASCII characters around a word and an underscore run."""
+    for first in range(128):
+        for second in range(128):
+            text = normalize_text(f"{chr(first)}{chr(second)}ab_1 __ _x{chr(first)}9_")
+            assert tokenize(text) == _TOKEN.findall(text), repr(text)
