@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -86,3 +86,27 @@ def test_plain_values_are_the_ones_orjson_writes_as_the_standard_library() -> No
     loop: dict[str, Any] = {}
     loop["self"] = loop
     assert not jsonbytes.plain(loop)
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 10, 1, 0, 12, 0, 875_999, tzinfo=UTC),
+        datetime(2026, 10, 1, 2, 12, 0, 5_000, tzinfo=timezone(timedelta(hours=2))),
+        datetime(1999, 12, 31, 23, 59, 59, 999_999, tzinfo=timezone(timedelta(hours=-5, minutes=-30))),
+        datetime(999, 1, 2, 3, 4, 5, 6_000, tzinfo=UTC),  # strftime does not pad a year before 1000
+        datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
+    ],
+)
+def test_timestamps_read_as_strftime_writes_them(moment: datetime) -> None:
+    utc = moment.astimezone(UTC)
+    expected = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    assert format_timestamp(moment) == expected
+    assert format_timestamp(moment) == expected  # the second time from the last one's text
+    assert format_timestamp(utc) == expected  # the same instant in UTC
+
+
+def test_a_naive_timestamp_is_refused_even_after_an_equal_looking_aware_one() -> None:
+    format_timestamp(datetime(2026, 10, 1, tzinfo=UTC))
+    with pytest.raises(ValueError, match="timezone-aware"):
+        format_timestamp(datetime(2026, 10, 1))
