@@ -11,15 +11,14 @@ configured that field, and skipped quietly for the defaults (they probe several 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from trace_scorer.config.references import PathStep, ReferenceSettings, parse_path
+from trace_scorer.data import jsonbytes
 from trace_scorer.data.rows import json_in_text
 from trace_scorer.extract.model import Call, Notes, short
 from trace_scorer.extract.toolcalls import read_tool_call
-from trace_scorer.sample import ToolCall
 
 #: What :func:`resolve` gives for a path that leads nowhere.
 MISSING = _MISSING = object()
@@ -42,9 +41,10 @@ def _walk(current: Any, steps: tuple[PathStep, ...]) -> Any:
     match one dotted key — the nested and the flattened shape resolve alike."""
     if not steps:
         return current
-    current = json_in_text(current)  # a string that is not JSON leads nowhere: _MISSING below
+    if isinstance(current, str):
+        current = json_in_text(current)  # a string that is not JSON leads nowhere: _MISSING below
     step = steps[0]
-    if isinstance(current, Mapping):
+    if type(current) is dict or isinstance(current, Mapping):  # a dict without the ABC's check
         if isinstance(step, str) and step in current:
             found = _walk(current[step], steps[1:])
             if found is not _MISSING:
@@ -94,7 +94,7 @@ def _topics(value: Any) -> list[str]:
         stripped = value.strip()
         if stripped.startswith("["):
             try:
-                value = json.loads(stripped)
+                value = jsonbytes.loads(stripped)
             except (ValueError, RecursionError):
                 raise WrongKind("is a string starting with '[' that is not a JSON list") from None
         else:
@@ -112,10 +112,11 @@ def _topics(value: Any) -> list[str]:
     raise WrongKind(f"is {_kind(value)}, not a list of topics")
 
 
-def _tool_calls(value: Any) -> list[ToolCall]:
+def _tool_calls(value: Any) -> list[dict[str, Any]]:
+    """The calls as :class:`~trace_scorer.sample.ToolCall` fields: the sample's validation builds them."""
     if isinstance(value, str) and value.strip().startswith("["):
         try:
-            value = json.loads(value)
+            value = jsonbytes.loads(value)
         except (ValueError, RecursionError):
             raise WrongKind("is a string that is not a JSON list") from None
     if not isinstance(value, list):
@@ -127,7 +128,7 @@ def _tool_calls(value: Any) -> list[ToolCall]:
         if call is None or problems.as_list():
             reason = "; ".join(problems.as_list()) or "unreadable"
             raise WrongKind(f"entry {index} cannot be read ({reason})")
-        calls.append(ToolCall(name=call.name, arguments=call.arguments, id=call.id, result=call.result))
+        calls.append({"name": call.name, "arguments": call.arguments, "id": call.id, "result": call.result})
     return calls
 
 
