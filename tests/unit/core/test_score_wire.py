@@ -18,6 +18,7 @@ METADATA: list[dict[str, Any] | None] = [
     None,
     {"scorer": "trace-scorer", "details": '{"f1": 0.5}', "n": 3, "ok": True, "none": None},
     {"text": "Réservé ✓ — 😀 \u2028", "del": "a\x7fb", "ctl": "tab\tnew\nline\x01"},
+    {"kpi": "weighted_sum: 0.6·tool_call_accuracy + 0.4·rouge", "astral": "\U0010ffff\U00010000 \ufeff\uffff"},
     {"tiny": 1e-5, "huge": 1e16, "plain": 0.0001, "zero": -0.0, "big": 2**70, "nested": {"a": [1, "x"]}},
 ]
 

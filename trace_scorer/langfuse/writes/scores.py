@@ -27,6 +27,7 @@ go as JSON text — a re-score that drops a comment or a detail leaves nothing s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,11 +76,12 @@ class _Prepared:
         return len(self.wire)
 
 
-def wire_json(value: Any) -> bytes:
+def wire_json(value: Any, *, plain: bool | None = None) -> bytes:
     """``value`` as httpx encodes a JSON body (compact, UTF-8, no ASCII escaping, NaN refused): encoded
     once per score, sized from these bytes and sent as they are. orjson (a tenth of the time) where its
-    output is these very bytes (:func:`jsonbytes.plain`), the standard library otherwise."""
-    if jsonbytes.plain(value):
+    output is these very bytes (:func:`jsonbytes.plain`; ``plain``: already known), the standard library
+    otherwise."""
+    if jsonbytes.plain(value) if plain is None else plain:
         try:
             return orjson.dumps(value)
         except orjson.JSONEncodeError:  # a lone surrogate: the standard library's error, as before
@@ -87,12 +89,26 @@ def wire_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _canonical(value: Any) -> str:
+#: What the standard library's ``ensure_ascii`` escapes that orjson writes as it is: DEL and non-ASCII.
+_NOT_ASCII = re.compile("[\x7f-\U0010ffff]")
+
+
+def _ascii_escape(match: re.Match[str]) -> str:
+    """One character as ``json.dumps`` escapes it: ``\\u00b7``, a surrogate pair past U+FFFF."""
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
+
+
+def _canonical(value: Any, *, plain: bool | None = None) -> str:
     """``value`` as ``json.dumps(value, sort_keys=True, separators=(",", ":"))``: the input of an event's
     id, so it must stay these very characters (a changed id would make a re-post a new event). orjson's
-    sorted output is the same text when it is plain values and ASCII without DEL (which only the standard
-    library escapes); otherwise the standard library."""
-    if jsonbytes.plain(value):
+    sorted output is the same text for plain values (``plain``: already known) once DEL and non-ASCII
+    characters, which only the standard library escapes, are escaped as it does (a KPI's comment has a
+    ``·``); otherwise the standard library."""
+    if jsonbytes.plain(value) if plain is None else plain:
         try:
             encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
@@ -100,6 +116,7 @@ def _canonical(value: Any) -> str:
         else:
             if encoded.isascii() and b"\x7f" not in encoded:
                 return encoded.decode()
+            return _NOT_ASCII.sub(_ascii_escape, encoded.decode())
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -147,23 +164,36 @@ def score_fields(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
 
 def list_element(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
     """One element of the ``POST /scores`` list (its ``timestamp`` makes a re-post an overwrite)."""
-    return {
-        **score_fields(score, config_id),
-        "timestamp": serialize_datetime(normalize_timestamp(score.timestamp)),
-    }
+    return _list_element(score, config_id)[0]
+
+
+def _list_element(score: ScoreToPost, config_id: str | None) -> tuple[dict[str, Any], bool]:
+    """:func:`list_element` and whether it is plain (:func:`jsonbytes.plain`: its timestamp is text)."""
+    fields = score_fields(score, config_id)
+    plain = jsonbytes.plain(fields)
+    fields["timestamp"] = serialize_datetime(normalize_timestamp(score.timestamp))
+    return fields, plain
 
 
 def ingestion_event(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
     """One ``score-create`` ingestion event; its id is stable for the same content (see ids)."""
+    return _ingestion_event(score, config_id)[0]
+
+
+def _ingestion_event(score: ScoreToPost, config_id: str | None) -> tuple[dict[str, Any], bool]:
+    """:func:`ingestion_event` and whether it is plain: its body is checked once for the id's JSON and
+    the event's (the envelope's other fields are text)."""
     body = score_fields(score, config_id)
+    plain = jsonbytes.plain(body)
     timestamp = format_timestamp(score.timestamp)
-    canonical = _canonical({"timestamp": timestamp, "body": body})
-    return {
+    canonical = _canonical({"timestamp": timestamp, "body": body}, plain=plain)
+    event = {
         "id": ingestion_event_id(score.id, canonical),
         "type": "score-create",
         "timestamp": timestamp,
         "body": body,
     }
+    return event, plain
 
 
 def batches(prepared: Sequence[_Prepared], *, max_count: int, max_bytes: int, overhead: int) -> list[list[_Prepared]]:
@@ -237,7 +267,7 @@ class ScorePoster:
             latest[score.id] = index
         prepared: list[_Prepared] = []
         per_score_limit = self._settings.score_batch_max_bytes - self._overhead()
-        build = list_element if self.posting is ScorePosting.SCORES_BATCH else ingestion_event
+        build = _list_element if self.posting is ScorePosting.SCORES_BATCH else _ingestion_event
         for index, score in enumerate(scores):
             if latest[score.id] != index:
                 report.rejected.append(RejectedScore(score, "superseded by a later score with the same id", "client"))
@@ -250,8 +280,8 @@ class ScorePoster:
             config_id = score.config_id or (config.id if config is not None else None)
             if self.exclusive_ranges and config_id is not None and _on_bound(score, config):
                 config_id = None  # 2.x would reject the bound itself: post it unlinked rather than lose it
-            body = build(score, config_id)
-            wire = wire_json(body)
+            body, plain = build(score, config_id)
+            wire = wire_json(body, plain=plain)
             if len(wire) > per_score_limit:
                 reason = f"the score is {len(wire)} bytes as JSON, over the {per_score_limit}-byte limit of one request"
                 report.rejected.append(RejectedScore(score, reason, "client"))
