@@ -103,7 +103,7 @@ def test_timestamps_read_as_strftime_writes_them(moment: datetime) -> None:
     utc = moment.astimezone(UTC)
     expected = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
     assert format_timestamp(moment) == expected
-    assert format_timestamp(moment) == expected  # the second time from the last one's text
+    assert format_timestamp(moment) == expected  # the second time from the texts kept
     assert format_timestamp(utc) == expected  # the same instant in UTC
 
 

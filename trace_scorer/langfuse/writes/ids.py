@@ -75,18 +75,20 @@ def normalize_timestamp(value: datetime) -> datetime:
     return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
-#: The last timestamp formatted and its text: a trace's scores share one timestamp.
-_last_formatted: tuple[datetime, str] | None = None
+#: Timestamps formatted and their texts: a trace's scores share one timestamp, and a batch holds a few
+#: hundred traces' (an aware datetime hashes and compares as its instant: an equal one, the same text).
+_formatted: dict[datetime, str] = {}
+_FORMATTED_MAX = 4096
 
 
 def format_timestamp(value: datetime) -> str:
     """ISO 8601 with milliseconds and ``Z``: ``2026-10-01T00:12:00.875Z``. Written field by field (the
     text ``strftime`` writes, a third of its time; ``strftime`` itself for years before 1000, which it
-    does not pad), the last one's text reused for an equal instant (the same UTC milliseconds)."""
-    global _last_formatted
-    last = _last_formatted
-    if last is not None and value.tzinfo is not None and last[0] == value:
-        return last[1]
+    does not pad), a recent one's text reused for an equal instant (the same UTC milliseconds)."""
+    if value.tzinfo is not None:
+        known = _formatted.get(value)
+        if known is not None:
+            return known
     utc = normalize_timestamp(value)
     if utc.year < 1000:
         text = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
@@ -95,5 +97,7 @@ def format_timestamp(value: datetime) -> str:
             f"{utc.year}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
             f".{utc.microsecond // 1000:03d}Z"
         )
-    _last_formatted = (value, text)
+    if len(_formatted) >= _FORMATTED_MAX:
+        _formatted.clear()
+    _formatted[value] = text
     return text
