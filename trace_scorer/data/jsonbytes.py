@@ -82,14 +82,23 @@ def plain(value: Any) -> bool:
 
 def _plain(value: Any) -> bool:
     kind = type(value)
-    if kind is str or value is None or kind is bool:
-        return True
     if kind is dict:
         for key, item in value.items():
             if type(key) is not str:
                 return False
-            if type(item) is not str and item is not None and not _plain(item):  # strings: the common leaf
+            leaf = type(item)  # leaves checked here, without a call each
+            if leaf is str or item is None or leaf is bool:
+                continue
+            if leaf is float:
+                if not (item == 0.0 or _PLAIN_FLOATS[0] <= abs(item) < _PLAIN_FLOATS[1]):
+                    return False
+            elif leaf is int:
+                if not _INT64[0] <= item < _INT64[1]:
+                    return False
+            elif not _plain(item):
                 return False
+        return True
+    if kind is str or value is None or kind is bool:
         return True
     if kind is list:
         return all(type(item) is str or _plain(item) for item in value)
