@@ -53,6 +53,11 @@ class _Tables:
     media_keys: frozenset[str]
     #: Message keys that may hold calls (besides content blocks).
     call_keys: frozenset[str]
+    #: The formats whose ``unwrap`` / ``unpack`` / ``message_calls`` are their own, in order (the
+    #: defaults change nothing, find nothing: asking them is time spent on every message).
+    unwrappers: tuple[Format, ...] = ()
+    unpackers: tuple[Format, ...] = ()
+    call_readers: tuple[Format, ...] = ()
 
 
 def tables_of(formats: tuple[Format, ...]) -> _Tables:
@@ -76,7 +81,15 @@ def tables_of(formats: tuple[Format, ...]) -> _Tables:
         ignored_blocks=frozenset(kind for fmt in formats for kind in fmt.skipped_blocks),
         media_keys=frozenset(key for fmt in formats for key in fmt.skipped_parts),
         call_keys=frozenset({"tool_calls", "toolCalls", "function_call"}).union(*(fmt.call_keys for fmt in formats)),
+        unwrappers=tuple(fmt for fmt in formats if _own(fmt, "unwrap")),
+        unpackers=tuple(fmt for fmt in formats if _own(fmt, "unpack")),
+        call_readers=tuple(fmt for fmt in formats if _own(fmt, "message_calls")),
     )
+
+
+def _own(fmt: Format, method: str) -> bool:
+    """Whether ``fmt`` has its own ``method`` rather than :class:`Format`'s default."""
+    return method in getattr(fmt, "__dict__", {}) or getattr(type(fmt), method, None) is not getattr(Format, method)
 
 
 @cache
@@ -153,7 +166,7 @@ class MessageReader:
             found = self.read(inner, side, where, depth + 1) or []
             system = _system_prompt(value)
             return [Msg(role="system", content=system), *found] if system else found
-        for fmt in _tables().formats:
+        for fmt in _tables().unpackers:
             unpacked = fmt.unpack(value)
             if unpacked is None:
                 continue
@@ -167,24 +180,25 @@ class MessageReader:
 
     def read_message(self, raw: Mapping[str, Any], side: Side, where: str) -> list[Msg] | None:
         """One message (possibly several: Anthropic tool results become one tool message each)."""
+        tables = _tables()
         message = raw
-        for fmt in _tables().formats:
+        for fmt in tables.unwrappers:
             message = fmt.unwrap(message)
         kind = message.get("type")
         role_value = message.get("role")
         if role_value is None and isinstance(kind, str):
-            item_format = _tables().item_formats.get(kind)
+            item_format = tables.item_formats.get(kind)
             if item_format is not None:
                 return item_format.read_item(message, kind, self.notes, where)
-            role_value = _tables().role_by_type.get(kind.lower())
+            role_value = tables.role_by_type.get(kind.lower())
         if role_value is None:
             return None
-        role = _tables().roles.get(role_value.lower()) if isinstance(role_value, str) else None
+        role = tables.roles.get(role_value.lower()) if isinstance(role_value, str) else None
         if role is None:
             self.notes.add(f"{where}: message role {short(role_value)} not recognised; message skipped")
             return []
         tool_call_id = _call_id(message)
-        formats = _tables().formats
+        formats = tables.formats
         if role == "tool" and tool_call_id is None and any(fmt.not_a_tool_result(message) for fmt in formats):
             return []  # e.g. a tool definition the LangChain handler appended, not a tool result
         content = Content()
@@ -215,7 +229,7 @@ class MessageReader:
         legacy = message.get("function_call")  # before tool calls were, a call without an id
         legacy_call = read_tool_call(legacy, notes, where=where) if legacy is not None else None
         sources = [read_tool_calls(message.get("tool_calls", message.get("toolCalls")), notes, where=where)]
-        for fmt in _tables().formats:
+        for fmt in _tables().call_readers:
             sources.extend(fmt.message_calls(message, notes, where))
         if legacy_call is not None:
             sources.append([legacy_call])
@@ -238,20 +252,21 @@ class MessageReader:
                 self._read_block(block, content, where)
 
     def _read_block(self, block: Mapping[str, Any], content: Content, where: str) -> None:
+        tables = _tables()
         kind = block.get("type")
         if isinstance(kind, str):
-            handler = _tables().block_handlers.get(kind)
+            handler = tables.block_handlers.get(kind)
             if handler is not None:
                 handler(block, content, self.notes, where)
                 return
-            if kind in _tables().ignored_blocks:
+            if kind in tables.ignored_blocks:
                 return
-            key = _tables().text_blocks.get(kind)
+            key = tables.text_blocks.get(kind)
             if key is None:
                 self.notes.add(f"{where}: content block of type {short(kind)} not read")
                 return
         else:
-            for part_key, part_handler in _tables().keyed_parts.items():
+            for part_key, part_handler in tables.keyed_parts.items():
                 if part_key in block:
                     part_handler(block, content, self.notes, where)
                     return
@@ -260,7 +275,7 @@ class MessageReader:
             text = block.get("content")
         if isinstance(text, str):
             content.texts.append(text)
-        elif kind is None and not _tables().media_keys.intersection(block):
+        elif kind is None and not tables.media_keys.intersection(block):
             self.notes.add(f"{where}: a content block without type or text not read ({short(block)})")
 
 

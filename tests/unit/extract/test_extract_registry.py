@@ -83,3 +83,12 @@ def test_a_new_format_is_one_object_in_the_list(monkeypatch):
     found = messages.MessageReader(Notes()).read({"echo": [{"role": "speaker", "content": "hi"}]}, "output", "w")
     assert found is not None
     assert [(m.role, m.content) for m in found] == [("system", "echoed"), ("assistant", "hi")]
+
+
+def test_only_formats_with_their_own_envelopes_and_calls_are_asked_for_them():
+    """Formats keeping Format's defaults (which change nothing and find nothing) are not asked per
+    message; a plug-in's own method is, after the built-in formats'."""
+    tables = messages.tables_of((*FORMATS, _Echo()))
+    assert [f.name for f in tables.unpackers] == [f.name for f in FORMATS if "unpack" in type(f).__dict__] + ["echo"]
+    assert [f.name for f in tables.unwrappers] == [f.name for f in FORMATS if "unwrap" in type(f).__dict__]
+    assert "echo" not in [f.name for f in tables.call_readers]
