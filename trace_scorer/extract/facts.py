@@ -41,6 +41,10 @@ _FINISH_METADATA_KEYS = ("finish_reason", "gen_ai.response.finish_reasons")
 _MAX_DEPTH = 4
 #: A definition list longer than this is read up to here (bounded work on hostile inputs).
 MAX_TOOLS = 512
+#: ``attributes.<key>`` of the metadata keys read for every generation, made once.
+_FLATTENED = {key: f"attributes.{key}" for key in (*_TOOL_METADATA_KEYS, *_FINISH_METADATA_KEYS)}
+#: ``isinstance(x, _MAPPING)``: a dict (the common case) without the ABC's check.
+_MAPPING = (dict, Mapping)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +99,11 @@ def _declared_tools(observation: Observation) -> list[DeclaredTool] | None:
     """The tools this generation declared; None when it says nothing about tools."""
     found: list[DeclaredTool] | None = None
     value = observation.input
-    if isinstance(value, Mapping):
+    if isinstance(value, _MAPPING):
         for key in _TOOL_LIST_KEYS:
             if key in value:
                 found = (found or []) + _definitions(value[key])
-    messages = value.get("messages") if isinstance(value, Mapping) else value
+    messages = value.get("messages") if isinstance(value, _MAPPING) else value
     if isinstance(messages, list):
         # LangChain's CallbackHandler: {"role": "tool", "content": <definition>} appended to the input.
         listed = [m["content"] for m in messages[-MAX_TOOLS:] if _is_definition_message(m)]
@@ -115,22 +119,20 @@ def _declared_tools(observation: Observation) -> list[DeclaredTool] | None:
 def _attribute(metadata: Mapping[str, Any], key: str) -> Any:
     """An attribute in the metadata: flat, under ``attributes``, or flattened as ``attributes.<key>``
     (Langfuse v4 returns nested metadata flattened to dotted keys); JSON text parsed."""
-    nested = metadata.get("attributes")
-    for value in (
-        metadata.get(key),
-        metadata.get(f"attributes.{key}"),
-        nested.get(key) if isinstance(nested, Mapping) else None,
-    ):
-        if value is not None:
-            return _maybe_json(value)
-    return None
+    value = metadata.get(key)
+    if value is None:
+        value = metadata.get(_FLATTENED.get(key) or f"attributes.{key}")
+    if value is None:
+        nested = metadata.get("attributes")
+        value = nested.get(key) if isinstance(nested, _MAPPING) else None
+    return _maybe_json(value) if value is not None else None
 
 
 def _is_definition_message(message: Any) -> bool:
-    if not isinstance(message, Mapping) or message.get("role") != "tool" or "tool_call_id" in message:
+    if not isinstance(message, _MAPPING) or message.get("role") != "tool" or "tool_call_id" in message:
         return False
     content = message.get("content")
-    return isinstance(content, Mapping) and (content.get("type") == "function" or "function" in content)
+    return isinstance(content, _MAPPING) and (content.get("type") == "function" or "function" in content)
 
 
 def _definitions(value: Any) -> list[DeclaredTool]:
@@ -140,13 +142,13 @@ def _definitions(value: Any) -> list[DeclaredTool]:
     tools: list[DeclaredTool] = []
     for entry in value[:MAX_TOOLS]:
         entry = _maybe_json(entry)
-        if not isinstance(entry, Mapping):
+        if not isinstance(entry, _MAPPING):
             continue
         if isinstance(entry.get("functionDeclarations"), list):  # Gemini
             tools += _definitions(entry["functionDeclarations"])
             continue
         nested = entry.get("function")
-        spec: Mapping[str, Any] = nested if isinstance(nested, Mapping) else entry
+        spec: Mapping[str, Any] = nested if isinstance(nested, _MAPPING) else entry
         name = spec.get("name")
         if not isinstance(name, str) or not name:
             continue
@@ -183,22 +185,22 @@ def _reason_in(output: Any, depth: int = 0) -> str | None:
         return None
     if isinstance(output, list):
         return _reason_in(output[-1], depth + 1) if output else None
-    if not isinstance(output, Mapping):
+    if not isinstance(output, _MAPPING):
         return None
     for key in _FINISH_KEYS:
         reason = _reason_value(output.get(key))
         if reason is not None:
             return reason
     details = output.get("incomplete_details")  # OpenAI Responses
-    if isinstance(details, Mapping) and isinstance(details.get("reason"), str):
+    if isinstance(details, _MAPPING) and isinstance(details.get("reason"), str):
         return str(details["reason"])
     for key in _FINISH_CONTAINERS:
         items = output.get(key)
-        if isinstance(items, list) and items and isinstance(items[-1], Mapping):
+        if isinstance(items, list) and items and isinstance(items[-1], _MAPPING):
             return _reason_in(items[-1], depth + 1)
     for key in ("response_metadata", "generation_info"):
         nested = output.get(key)
-        if isinstance(nested, Mapping):
+        if isinstance(nested, _MAPPING):
             reason = _reason_in(nested, depth + 1)
             if reason is not None:
                 return reason
@@ -230,7 +232,7 @@ def _tokens(row: Mapping[str, Any]) -> int | None:
     """Total tokens of one generation row: ``total`` when given, else the sum of the other counts."""
     for key in ("usageDetails", "usage"):
         usage = row.get(key)
-        if isinstance(usage, Mapping) and usage:
+        if isinstance(usage, _MAPPING) and usage:
             counts = {k: v for k, v in usage.items() if _is_count(v)}
             if _is_count(usage.get("total")):
                 return int(usage["total"])
@@ -248,7 +250,7 @@ def _cost(row: Mapping[str, Any]) -> float | None:
     """Cost of one generation row. Langfuse answers ``totalCost: 0`` with empty ``costDetails`` when it
     knows no price for the model: that is "unknown", not "free"."""
     details = row.get("costDetails")
-    if isinstance(details, Mapping) and details:
+    if isinstance(details, _MAPPING) and details:
         if _is_amount(details.get("total")):
             return float(details["total"])
         amounts = [float(v) for v in details.values() if _is_amount(v)]
