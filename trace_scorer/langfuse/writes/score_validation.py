@@ -6,6 +6,7 @@ here first means a 207 should not happen, and when one does, the messages below 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -28,13 +29,13 @@ def validate_score(score: ScoreToPost, config: ScoreConfig | None) -> list[str]:
     # A session score may also name the trace it is posted on (servers without session scores).
     if (subject.trace_id is None and subject.session_id is None) == (subject.dataset_run_id is None):
         problems.append("a score is attached to exactly one of: a trace, a session, a dataset run")
-    if not SCORE_NAME_PATTERN.match(score.name):
+    if not _valid_name(score.name):
         problems.append(
             f"name {score.name!r} is not a valid score name (at most 35 of letters, digits, '_ .()-')"
         )
     if score.timestamp.tzinfo is None:
         problems.append("timestamp must be timezone-aware")
-    if score.environment is not None and not ENVIRONMENT_PATTERN.match(score.environment):
+    if score.environment is not None and not _valid_environment(score.environment):
         problems.append(
             f"environment {score.environment!r} must be lowercase letters, digits, '_' or '-', "
             "and not start with 'langfuse'"
@@ -48,6 +49,17 @@ def validate_score(score: ScoreToPost, config: ScoreConfig | None) -> list[str]:
         except (TypeError, ValueError) as error:
             problems.append(f"metadata is not JSON: {error}")
     return problems
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid_name(name: str) -> bool:
+    """A score name Langfuse takes (a run posts a few names, each checked once)."""
+    return SCORE_NAME_PATTERN.match(name) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid_environment(environment: str) -> bool:
+    return ENVIRONMENT_PATTERN.match(environment) is not None
 
 
 def _value_problems(score: ScoreToPost) -> list[str]:
