@@ -46,6 +46,8 @@ def read_tool_call(value: Any, notes: Notes, *, where: str) -> Call | None:
     call_id = None
     for key in _ID_KEYS:
         candidate = value.get(key)
+        if candidate is None:  # most keys: absent
+            continue
         if isinstance(candidate, str) and candidate:
             call_id = candidate
             break
