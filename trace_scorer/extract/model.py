@@ -129,4 +129,4 @@ class Content:
     results: list[tuple[str | None, Any]] = field(default_factory=list)
 
     def text(self) -> str:
-        return "\n".join(t for t in self.texts if t)
+        return "\n".join(filter(None, self.texts))  # the non-empty parts

@@ -82,7 +82,10 @@ class Observation:
     def from_row(cls, row: Mapping[str, Any], seq: int = 0) -> Observation:
         """The one constructor: a row as Langfuse returns it (or as exported to a file) → a record."""
         get = row.get  # every row of every trace comes through here: names looked up once
-        ident = _text(get("id")) or f"row-{seq}"
+        ident = get("id")
+        if type(ident) is not str:  # a string: the common case, without a call
+            ident = _text(ident)
+        ident = ident or f"row-{seq}"
         problems: list[str] = []
         metadata = get("metadata")
         if isinstance(metadata, str):
@@ -92,7 +95,7 @@ class Observation:
         elif not isinstance(metadata, dict):
             problems.append(f"observation {ident}: metadata is not an object; kept under '_raw'")
             metadata = {"_raw": metadata}
-        elif not all(isinstance(key, str) for key in metadata):
+        elif metadata and not all(isinstance(key, str) for key in metadata):
             metadata = {str(key): value for key, value in metadata.items()}
         kind, raw_start, name = get("type"), get("startTime"), get("name")
         start = parse_time(raw_start)
