@@ -43,19 +43,18 @@ class _ConnectionErrorsNamed(httpx2.AsyncBaseTransport):
             if isinstance(cause, aiohttp.ServerDisconnectedError):
                 raise httpx2.RemoteProtocolError(f"{cause} without sending a response", request=request) from cause
             raise httpx2.ConnectError(str(cause), request=request) from cause
-        return await _read_whole(response, request)
+        return await _read_whole(response)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-async def _read_whole(response: httpx2.Response, request: httpx2.Request) -> httpx2.Response:
+async def _read_whole(response: httpx2.Response) -> httpx2.Response:
     """``response`` with its body read: what httpx2's ``send`` does next for a call that does not stream
-    (the SDK's ``post`` without ``stream``), with the body handed over as ``content`` instead of through
-    httpx2's streaming layers. The aiohttp stream is read and closed as httpx2 would read and close it, and
-    its errors are the ones httpx2 would raise (the SDK's stream names them: a disconnection mid-body stays
-    the timeout it was, not renamed as above); the body is decoded as httpx2 decodes it (Content-Encoding).
-    ``Content-Length`` is set on the response object when the server sent none (httpx2's ``content=``)."""
+    (the SDK's ``post`` without ``stream``), without httpx2's asynchronous streaming layers. The aiohttp
+    stream is read and closed as httpx2 would read and close it, and its errors are the ones httpx2 would
+    raise (the SDK's stream names them: a disconnection mid-body stays the timeout it was, not renamed as
+    above); the bytes are then decoded (Content-Encoding) by httpx2's own ``read``, headers untouched."""
     stream = response.stream
     if not isinstance(stream, httpx2.AsyncByteStream):
         return response
@@ -63,9 +62,9 @@ async def _read_whole(response: httpx2.Response, request: httpx2.Request) -> htt
         body = b"".join([chunk async for chunk in stream])
     finally:
         await stream.aclose()
-    return httpx2.Response(
-        response.status_code, headers=response.headers, content=body, request=request, extensions=response.extensions
-    )
+    response.stream = httpx2.ByteStream(body)
+    response.read()
+    return response
 
 
 class _AioHttpClient(openai.DefaultAioHttpClient):
