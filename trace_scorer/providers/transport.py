@@ -18,6 +18,7 @@ answers, and httpx2 handing it on through its own streaming layers took ~4 % of 
 from __future__ import annotations
 
 import asyncio
+from functools import lru_cache
 from typing import Any
 
 import aiohttp
@@ -67,8 +68,19 @@ async def _read_whole(response: httpx2.Response) -> httpx2.Response:
     return response
 
 
+@lru_cache(maxsize=64)
+def _parsed(url: str) -> httpx2.URL:
+    """``url`` parsed, once per distinct URL (a provider has a few; ``httpx2.URL`` is immutable)."""
+    return httpx2.URL(url)
+
+
 class _AioHttpClient(openai.DefaultAioHttpClient):
     """The SDK's aiohttp-backed client with its transports (direct or through a proxy) wrapped."""
+
+    def build_request(self, method: str, url: httpx2.URL | str, **kwargs: Any) -> httpx2.Request:
+        """httpx2's request, from the URL parsed once: the SDK hands over the same few URLs as text on every
+        call, and parsing one took ~2 % of a call's CPU (httpx2 merges a parsed URL as it merges the text)."""
+        return super().build_request(method, _parsed(url) if isinstance(url, str) else url, **kwargs)
 
     def _init_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
         return _ConnectionErrorsNamed(super()._init_transport(*args, **kwargs))

@@ -1,4 +1,5 @@
-"""The providers' transport reads an answer's body whole, as httpx2's ``send`` would have (transport.py)."""
+"""The providers' HTTP client (transport.py): an answer's body read whole, as httpx2's ``send`` would have
+read it; a request built as the SDK's client builds it."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import gzip
 from collections.abc import AsyncIterator
 
 import httpx2
+import openai
 import pytest
 
-from trace_scorer.providers.transport import _ConnectionErrorsNamed
+from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.providers.transport import _ConnectionErrorsNamed, pooled_http_client
 
 
 class _Chunks(httpx2.AsyncByteStream):
@@ -55,3 +58,17 @@ async def test_an_error_mid_body_is_raised_as_the_stream_raised_it_and_the_strea
         with pytest.raises(httpx2.ReadError, match="payload cut"):
             await client.post("http://p.test/v1/chat/completions", content=b"{}")
     assert stream.closed
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1/chat/completions", "chat/completions?x=1"])
+def test_a_request_is_built_as_the_sdks_client_builds_it(url: str) -> None:
+    """The providers' client parses a URL once; the request it builds is the one the SDK's client builds."""
+    ours = pooled_http_client(ProviderSettings(name="p", base_url="http://127.0.0.1:1/v1"))
+    sdk = openai.DefaultAioHttpClient(base_url="http://127.0.0.1:9/v1/")
+    ours.base_url = sdk.base_url
+    headers = [("authorization", "Bearer k"), ("content-type", "application/json")]
+    for _ in range(2):  # parsed, then from the parsed URLs
+        built = ours.build_request("POST", url, headers=headers, content=b"{}", params={"a": "b"}, timeout=7.0)
+        expected = sdk.build_request("POST", url, headers=headers, content=b"{}", params={"a": "b"}, timeout=7.0)
+        assert (str(built.url), built.headers.multi_items()) == (str(expected.url), expected.headers.multi_items())
+        assert (built.content, built.extensions) == (expected.content, expected.extensions)
