@@ -32,7 +32,9 @@ Langfuse stand-in sets; ``--skip memory`` leaves it out):
 
     PYTHONPATH=. python bench/bench_worker.py [--traces 2000] [--concurrency 32] [--batch-size 1000] [--hog]
         [--v3-traces 500] [--memory-traces 10000,100000] [--hobby-traces 300] [--hobby-scale 10]
-        [--skip v3,memory,peer,hobby] [--json results.json] [--profile py-spy.txt]
+        [--skip v3,memory,peer,hobby] [--json results.json] [--profile py-spy.txt] [--code DIR]
+
+``--code DIR`` runs the worker from another copy of the package (the figures before a change, side by side).
 """
 
 from __future__ import annotations
@@ -561,7 +563,11 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", type=Path, help="py-spy (raw, 200 Hz) of the throughput run's worker after start-up, to this file"
     )
     parser.add_argument("--v4-version", default="4.16.0", help="the v4 server the stand-in plays (4.16.0, 4.60.0)")
+    parser.add_argument("--code", help="a directory holding another trace_scorer package to run")
     args = parser.parse_args(argv)
+    global EXTRA_PYTHONPATH
+    if args.code:
+        EXTRA_PYTHONPATH = str(Path(args.code).resolve())
     global V4_VERSION
     V4_VERSION = args.v4_version
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}

@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import openai
@@ -101,6 +101,23 @@ class _Answer:
         if isinstance(usage, dict):
             tokens = (_tokens(usage.get("prompt_tokens")), _tokens(usage.get("completion_tokens")))
         return cls(text, _text(choice.get("finish_reason")), _text(body.get("model")), tokens)
+
+
+#: ``post``'s options at the values the SDK gives them when they are left out (its request model's defaults;
+#: tests/unit/providers/test_request_bodies.py holds them to the SDK's). Left out, each call resolves them
+#: again, deep-copying the ``security`` mapping and three ``NOT_GIVEN`` markers (a third of building a
+#: request's options); given, the request is the same. The SDK copies what it keeps of them, never mutates.
+SDK_DEFAULT_OPTIONS: openai.RequestOptions = cast(
+    openai.RequestOptions,
+    {
+        "headers": openai.NOT_GIVEN,
+        "max_retries": openai.NOT_GIVEN,
+        "timeout": openai.NOT_GIVEN,
+        "params": {},
+        "security": {"bearer_auth": True, "admin_api_key_auth": True},
+    },
+)
+_OPTIONS = SDK_DEFAULT_OPTIONS
 
 
 def _decoded(response: httpx2.Response) -> object:
@@ -236,9 +253,10 @@ class Provider:
             # would make of it, encoded by orjson (trace_scorer/data/jsonbytes.py), and to the absolute URL the
             # SDK would join from its base URL (one URL parse less a call).
             content = jsonbytes.compact(body)
+            # ``options``: the SDK's defaults, given (SDK_DEFAULT_OPTIONS).
             if content is None:
-                return self.client.post(self._chat_url, body=body, cast_to=httpx2.Response)
-            return self.client.post(self._chat_url, content=content, cast_to=httpx2.Response)
+                return self.client.post(self._chat_url, body=body, cast_to=httpx2.Response, options=_OPTIONS)
+            return self.client.post(self._chat_url, content=content, cast_to=httpx2.Response, options=_OPTIONS)
 
         def refused(exc: BaseException) -> bool:
             return bool(modes) and STEP_DOWN[modes[-1]] is not None and rejects_mode(exc, modes[-1])

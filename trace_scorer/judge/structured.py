@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from trace_scorer.config.common import errors_in_one_line
 from trace_scorer.config.judge import StructuredOutput
+from trace_scorer.data import jsonbytes
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -160,7 +161,7 @@ def parse_answer(text: str | None, schema: type[T], context: dict[str, Any] | No
         raise AnswerRejected("the answer was empty")
     candidate = extract_json_text(text)
     try:
-        json.loads(candidate)
+        jsonbytes.loads(candidate)  # json.loads's verdict (its error when both refuse), by orjson when it can
     except json.JSONDecodeError:
         # A raw control character (a line break, a tab) inside a string: JSON forbids it, but grammar-
         # constrained servers write it — llama-cpp-python 0.3.36 turns a schema's "string" into

@@ -10,11 +10,17 @@ The SDK's adapter maps every ``aiohttp.ClientConnectionError`` it does not know 
 out". :class:`_ConnectionErrorsNamed` names them as httpx does (``ConnectError``, ``RemoteProtocolError``:
 ``openai.APIConnectionError`` above), so descriptions and retry labels stay what they were; a real
 timeout stays a timeout.
+
+The answer's body is read there too, whole (:func:`_read_whole`): the providers only ever ask for whole
+answers, and httpx2's read of it through its asynchronous streaming layers took ~4 % of a judged trace's
+CPU samples (py-spy, ``bench_worker.py --profile``), read here ~3 %. The providers' client parses each URL
+once (:func:`_parsed`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from functools import lru_cache
 from typing import Any
 
 import aiohttp
@@ -32,7 +38,7 @@ class _ConnectionErrorsNamed(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
-            return await self._inner.handle_async_request(request)
+            response = await self._inner.handle_async_request(request)
         except httpx2.ConnectTimeout as exc:
             cause = exc.__cause__
             if not isinstance(cause, aiohttp.ClientConnectionError) or isinstance(cause, asyncio.TimeoutError):
@@ -40,13 +46,43 @@ class _ConnectionErrorsNamed(httpx2.AsyncBaseTransport):
             if isinstance(cause, aiohttp.ServerDisconnectedError):
                 raise httpx2.RemoteProtocolError(f"{cause} without sending a response", request=request) from cause
             raise httpx2.ConnectError(str(cause), request=request) from cause
+        return await _read_whole(response)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
+async def _read_whole(response: httpx2.Response) -> httpx2.Response:
+    """``response`` with its body read: what httpx2's ``send`` does next for a call that does not stream
+    (the SDK's ``post`` without ``stream``), without httpx2's asynchronous streaming layers. The aiohttp
+    stream is read and closed as httpx2 would read and close it, and its errors are the ones httpx2 would
+    have raised from it (named by the SDK's stream as before, not renamed as above); the bytes are then
+    decoded (Content-Encoding) by httpx2's own ``read``, the headers untouched."""
+    stream = response.stream
+    if not isinstance(stream, httpx2.AsyncByteStream):
+        return response
+    try:
+        body = b"".join([chunk async for chunk in stream])
+    finally:
+        await stream.aclose()
+    response.stream = httpx2.ByteStream(body)
+    response.read()
+    return response
+
+
+@lru_cache(maxsize=64)
+def _parsed(url: str) -> httpx2.URL:
+    """``url`` parsed, once per distinct URL (a provider has a few; ``httpx2.URL`` is immutable)."""
+    return httpx2.URL(url)
+
+
 class _AioHttpClient(openai.DefaultAioHttpClient):
     """The SDK's aiohttp-backed client with its transports (direct or through a proxy) wrapped."""
+
+    def build_request(self, method: str, url: httpx2.URL | str, **kwargs: Any) -> httpx2.Request:
+        """httpx2's request, from the URL parsed once: the SDK hands over the same few URLs as text on every
+        call, and parsing one took ~2 % of a call's CPU (httpx2 merges a parsed URL as it merges the text)."""
+        return super().build_request(method, _parsed(url) if isinstance(url, str) else url, **kwargs)
 
     def _init_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
         return _ConnectionErrorsNamed(super()._init_transport(*args, **kwargs))

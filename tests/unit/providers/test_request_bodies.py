@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import httpx
+import httpx2
+import openai
 import pytest
 from pydantic import BaseModel
 
@@ -16,7 +18,7 @@ from tests.support.embeddings import embeddings_response
 from tests.support.judge import completion, verdict
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.embeddings.remote import EmbeddingProvider
-from trace_scorer.judge.chat import Provider
+from trace_scorer.judge.chat import SDK_DEFAULT_OPTIONS, Provider
 from trace_scorer.judge.structured import response_format
 from trace_scorer.providers.client import open_client
 from trace_scorer.providers.retry import RetryPolicy
@@ -128,3 +130,32 @@ async def test_a_retried_call_counts_its_attempts(sleeps: SleepRecorder) -> None
     finally:
         await provider.aclose()
     assert (answer.text, answer.attempts, replies) == (verdict(1), 2, [])
+
+
+def test_the_options_given_to_post_are_the_sdks_own_defaults() -> None:
+    """``SDK_DEFAULT_OPTIONS`` stands for leaving the options out: an SDK whose defaults moved fails here."""
+    from openai._models import FinalRequestOptions
+
+    for name, given in SDK_DEFAULT_OPTIONS.items():
+        default = FinalRequestOptions.model_fields[name].get_default(call_default_factory=True)
+        assert type(given) is type(default), name
+        if not isinstance(default, openai.NotGiven):
+            assert given == default, name
+
+
+async def test_a_call_with_the_options_given_sends_what_it_sends_without_them() -> None:
+    """Every header (the SDK's own included) and the body, as ``post`` sends them with no options."""
+    given, left_out = Recorder(completion(verdict(1))), Recorder(completion(verdict(1)))
+    _, with_options = open_client(SETTINGS, KEY, given.client())
+    _, without = open_client(SETTINGS, KEY, left_out.client())
+    try:
+        await with_options.post(
+            "chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response, options=SDK_DEFAULT_OPTIONS
+        )
+        await without.post("chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response)
+    finally:
+        await with_options.close()
+        await without.close()
+    (sent,), (expected,) = given.requests, left_out.requests
+    assert (sent.method, sent.url, sent.content) == (expected.method, expected.url, expected.content)
+    assert sent.headers.multi_items() == expected.headers.multi_items()

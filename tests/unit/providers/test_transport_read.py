@@ -1,0 +1,74 @@
+"""The providers' HTTP client (transport.py): an answer's body read whole, as httpx2's ``send`` would have
+read it; a request built as the SDK's client builds it."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import AsyncIterator
+
+import httpx2
+import openai
+import pytest
+
+from trace_scorer.config.judge import ProviderSettings
+from trace_scorer.providers.transport import _ConnectionErrorsNamed, pooled_http_client
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    """A streamed body in pieces, remembering whether it was closed; ``fail`` raises after the first."""
+
+    def __init__(self, chunks: list[bytes], fail: Exception | None = None) -> None:
+        self.chunks, self.fail, self.closed = chunks, fail, False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for i, chunk in enumerate(self.chunks):
+            if i and self.fail is not None:
+                raise self.fail
+            yield chunk
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class _Inner(httpx2.AsyncBaseTransport):
+    def __init__(self, stream: _Chunks, headers: dict[str, str]) -> None:
+        self.stream, self.headers = stream, headers
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers=self.headers, stream=self.stream, request=request)
+
+
+async def test_a_streamed_compressed_answer_arrives_decoded_and_its_stream_closed() -> None:
+    body = b'{"choices": [{"message": {"content": "ok"}}], "pad": "' + b"x" * 2000 + b'"}'
+    packed = gzip.compress(body)
+    stream = _Chunks([packed[:100], packed[100:]])
+    headers = {"content-type": "application/json", "content-encoding": "gzip", "x-request-id": "r1"}
+    transport = _ConnectionErrorsNamed(_Inner(stream, headers))
+    async with httpx2.AsyncClient(transport=transport) as client:
+        response = await client.post("http://p.test/v1/chat/completions", content=b"{}")
+    assert response.content == body and response.json()["choices"][0]["message"]["content"] == "ok"
+    assert response.headers["x-request-id"] == "r1" and response.headers["content-encoding"] == "gzip"
+    assert stream.closed and response.is_closed
+
+
+async def test_an_error_mid_body_is_raised_as_the_stream_raised_it_and_the_stream_closed() -> None:
+    stream = _Chunks([b'{"a":', b"1}"], fail=httpx2.ReadError("payload cut"))
+    transport = _ConnectionErrorsNamed(_Inner(stream, {"content-type": "application/json"}))
+    async with httpx2.AsyncClient(transport=transport) as client:
+        with pytest.raises(httpx2.ReadError, match="payload cut"):
+            await client.post("http://p.test/v1/chat/completions", content=b"{}")
+    assert stream.closed
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1/chat/completions", "chat/completions?x=1"])
+def test_a_request_is_built_as_the_sdks_client_builds_it(url: str) -> None:
+    """The providers' client parses a URL once; the request it builds is the one the SDK's client builds."""
+    ours = pooled_http_client(ProviderSettings(name="p", base_url="http://127.0.0.1:1/v1"))
+    sdk = openai.DefaultAioHttpClient(base_url="http://127.0.0.1:9/v1/")
+    ours.base_url = sdk.base_url
+    headers = [("authorization", "Bearer k"), ("content-type", "application/json")]
+    for _ in range(2):  # parsed, then from the parsed URLs
+        built = ours.build_request("POST", url, headers=headers, content=b"{}", params={"a": "b"}, timeout=7.0)
+        expected = sdk.build_request("POST", url, headers=headers, content=b"{}", params={"a": "b"}, timeout=7.0)
+        assert (str(built.url), built.headers.multi_items()) == (str(expected.url), expected.headers.multi_items())
+        assert (built.content, built.extensions) == (expected.content, expected.extensions)
