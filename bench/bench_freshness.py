@@ -29,7 +29,8 @@ Per rate it prints:
   and any other ``GET``.
 
 ``--code DIR`` runs the worker from another copy of the package (``git archive main trace_scorer | tar -x -C
-DIR``): the figures of that code with *its* defaults.
+DIR``): the figures of that code with *its* defaults. ``--interval`` sets the target's interval (the
+trade-off between reads and freshness; default: the shipped one).
 
     PYTHONPATH=. python bench/bench_freshness.py [--rates 1,10,100] [--seconds 120] [--code DIR] [--json FILE]
 """

@@ -30,12 +30,11 @@ import structlog
 
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import TraceRoot, TraceRows
-from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN
 
 log = structlog.get_logger(__name__)
 
-#: Seconds the earliest due re-check may wait for others, so that re-checks share reads (a read holds up
-#: to :data:`MAX_IDS_PER_SCAN` traces) when traffic is slow.
+#: Seconds the earliest due re-check may wait for others, so that re-checks share reads (with a tick's new
+#: traces, or each other) when traffic is slow.
 RECHECK_WAIT = 30.0
 
 
@@ -83,14 +82,6 @@ class LateRows:
         for root in roots:
             if root.end_time is not None and now < (due := root.end_time + timedelta(seconds=horizon)):
                 self._waiting.setdefault(root.trace_id, Scored(root, None, now, due))
-
-    def due(self, now: datetime) -> list[TraceRoot]:
-        """The traces to read again now: all whose horizon has passed, once there are enough of them to
-        fill a read or the earliest has waited :data:`RECHECK_WAIT`; else none."""
-        ready = self.ready(now)
-        if len(ready) < MAX_IDS_PER_SCAN and not self.waited_out(ready, now):
-            return []
-        return ready
 
     def ready(self, now: datetime) -> list[TraceRoot]:
         """All the traces whose horizon has passed, the earliest first: a tick's reads take what they have

@@ -457,12 +457,10 @@ class TraceSource(SourceBase):
         transport reports it): a scan may read many pages before it hands on a trace. ``keep``: score only
         the traces it keeps (a re-check of scored traces; the others are left as they are). ``recheck``:
         the traces of the batch read again for late children (scored again only if their rows changed);
-        once the batch is done they are not waited on any longer."""
-        try:
-            await self.scorer.run(self._work_items(roots, tick, keep, recheck), tick)
-        finally:
-            if recheck:
-                self.late_rows.forget(list(recheck))
+        once the batch is done they are not waited on any longer (a batch that failed leaves them waiting)."""
+        await self.scorer.run(self._work_items(roots, tick, keep, recheck), tick)
+        if recheck:
+            self.late_rows.forget(list(recheck))
 
     async def _work_items(
         self,
