@@ -239,10 +239,10 @@ class TraceSource(SourceBase):
         return id_reads if isinstance(id_reads, IdReads) else None
 
     def read_groups(self, todo: Sequence[TraceRoot], tick: Tick) -> list[ReadGroup]:
-        """``todo`` (new traces) and the re-checks due, in groups of one read each (as many traces as one
-        ``traceId any of`` read holds, and no more than ``batch_size``): the new traces first, the re-checks,
-        earliest due first, filling the room they leave. A last group of re-checks alone that is not full
-        waits for the next tick's reads, unless one of them has waited ``RECHECK_WAIT``."""
+        """``todo`` (new traces) and the re-checks due, in batches of whole reads (as many traces as one
+        ``traceId any of`` read holds, as many reads as fit in ``batch_size``): the new traces first, the
+        re-checks, earliest due first, filling the room they leave. A last read of re-checks alone that is
+        not full waits for the next tick's reads, unless one of them has waited ``RECHECK_WAIT``."""
         due = self.late_rows.ready(tick.now) if self.late_rows.enabled else []
         if due:
             failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in due])
@@ -267,7 +267,15 @@ class TraceSource(SourceBase):
                 break  # re-checks alone, part-filling a read: they wait for the next tick's
             groups.append(ReadGroup(roots, ids))
             start += size
-        return groups
+        # Whole reads merged into batches of up to ``batch_size``: a batch's scores are posted in full
+        # requests (``score_batch_size``), the last one part-full; more, smaller batches would post more.
+        batches: list[ReadGroup] = []
+        for group in groups:
+            if batches and len(batches[-1].roots) + len(group.roots) <= self.batch_size:
+                batches[-1] = ReadGroup([*batches[-1].roots, *group.roots], batches[-1].recheck | group.recheck)
+            else:
+                batches.append(group)
+        return batches
 
     def _learn_lateness(self, todo: Sequence[TraceRoot]) -> None:
         """A new root that had ended before the previous listing was not visible then: it came that late.
