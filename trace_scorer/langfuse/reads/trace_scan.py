@@ -106,9 +106,12 @@ class IdReads:
         self.rows_read += rows
 
     def by_rows(self) -> int:
-        """The most traces whose rows are expected to fill one page (no bound before the first read)."""
-        if self._page_rows is None or not self.rows_read:
+        """The most traces whose rows are expected to fill one page (:data:`MAX_IDS_PER_SCAN` before the
+        first read: a trace's rows are not known yet)."""
+        if self._page_rows is None:
             return self.max_ids
+        if not self.rows_read:
+            return min(self.max_ids, MAX_IDS_PER_SCAN)
         per_trace = self.rows_read / max(1, self.traces_read)
         return max(1, int(PAGE_FILL * self._page_rows() / per_trace))
 
