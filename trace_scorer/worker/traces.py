@@ -35,7 +35,7 @@ import json
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
@@ -43,7 +43,7 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.rows import Observation
-from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, TraceRows, trace_root_from_row
+from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.http.clock import CLOCK_TOLERANCE_SECONDS
 from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN, TOO_MANY_ROWS, IdReads, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
@@ -132,12 +132,6 @@ class WindowPlan:
     hold: datetime
     #: False when the listing stopped at ``max_window_traces`` before the end of what it was to read.
     complete: bool = True
-
-
-class KeepTrace(Protocol):
-    """Whether a trace read again is to be scored again."""
-
-    def __call__(self, trace: TraceRows, /) -> bool: ...
 
 
 def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
@@ -457,16 +451,14 @@ class TraceSource(SourceBase):
         roots: Sequence[TraceRoot],
         tick: Tick,
         *,
-        keep: KeepTrace | None = None,
         recheck: frozenset[str] = frozenset(),
     ) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
         read, while the rest of the batch is still being read. Each page read counts as progress (the
-        transport reports it): a scan may read many pages before it hands on a trace. ``keep``: score only
-        the traces it keeps (a re-check of scored traces; the others are left as they are). ``recheck``:
-        the traces of the batch read again for late children (scored again only if their rows changed);
-        once the batch is done they are not waited on any longer (a batch that failed leaves them waiting)."""
-        await self.scorer.run(self._work_items(roots, tick, keep, recheck), tick)
+        transport reports it): a scan may read many pages before it hands on a trace. ``recheck``: the
+        traces of the batch read again for late children (scored again only if their rows changed); once
+        the batch is done they are not waited on any longer (a batch that failed leaves them waiting)."""
+        await self.scorer.run(self._work_items(roots, tick, recheck), tick)
         if recheck:
             self.late_rows.forget(list(recheck))
 
@@ -474,13 +466,12 @@ class TraceSource(SourceBase):
         self,
         roots: Sequence[TraceRoot],
         tick: Tick,
-        keep: KeepTrace | None = None,
         recheck: frozenset[str] = frozenset(),
     ) -> AsyncGenerator[WorkItem, None]:
         """The batch's traces as samples, in the order they are read; once all are read, the ones with
         nothing to score (oversized, no observations) are recorded as done, so they are not read again.
-        Traces read again (``keep``, or those in ``recheck``, kept if their rows changed) are already done:
-        those dropped, or not found, are left as they are."""
+        Traces read again (``recheck``: scored again if their rows changed) are already done: those not
+        scored again, or not found, are left as they are."""
         by_id = {r.trace_id: r for r in roots}
         found: set[str] = set()
         #: Traces yielded for scoring or set aside as oversized: the rest of the batch had nothing to read.
@@ -495,8 +486,7 @@ class TraceSource(SourceBase):
                 continue
             found.add(trace.trace_id)
             root = by_id[trace.trace_id]
-            again = keep if trace.trace_id not in recheck else self.late_rows.changed
-            if again is not None and (isinstance(trace, OversizedTrace) or not again(trace)):
+            if trace.trace_id in recheck and (isinstance(trace, OversizedTrace) or not self.late_rows.changed(trace)):
                 handled.add(trace.trace_id)
                 continue
             if isinstance(trace, OversizedTrace):
@@ -541,7 +531,7 @@ class TraceSource(SourceBase):
         for reason, trace_ids in oversized.items():
             tick.report.skipped[reason] += len(trace_ids)
             self.state.record_scored(self.target.name, trace_ids, config_hash, tick.now, reason=reason)
-        missing = [t for t in by_id if t not in handled and t not in recheck] if keep is None else []
+        missing = [t for t in by_id if t not in handled and t not in recheck]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             tick.report.skipped["no observations"] += len(missing)
