@@ -22,10 +22,15 @@ Per rate it prints:
   same metrics, and the values compared with those posted ("complete" = all equal); how many traces had
   their scores written again (scored again once a late child was read: an overwrite, same ids) and, for
   those, p95 and max from the root's end to the last write;
-- the worker's CPU per scored trace (user + system, during the traffic and drain).
+- the worker's CPU per scored trace (user + system, during the traffic and drain);
+- the steady state's observation reads by kind (``reads_by_kind``), seen by a recording proxy between the
+  worker and the stand-in: root listings (pages), rows by trace id (requests; their ids split into traces
+  asked for the first time and traces read again, and the rows they returned), one trace by ``traceId``,
+  and any other ``GET``.
 
 ``--code DIR`` runs the worker from another copy of the package (``git archive main trace_scorer | tar -x -C
-DIR``): the figures of that code with *its* defaults.
+DIR``): the figures of that code with *its* defaults. ``--interval`` sets the target's interval (the
+trade-off between reads and freshness; default: the shipped one).
 
     PYTHONPATH=. python bench/bench_freshness.py [--rates 1,10,100] [--seconds 120] [--code DIR] [--json FILE]
 """
@@ -33,16 +38,23 @@ DIR``): the figures of that code with *its* defaults.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import aiohttp
+from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -91,7 +103,111 @@ class Result:
     standin_cpu_share: float = 0.0
     longest_tick: float = 0.0
     duplicates: int = 0
+    #: The steady state's observation reads by kind (:class:`RecordingProxy`), and per 100 traces.
+    reads_by_kind: dict[str, int] = field(default_factory=dict)
+    reads_by_kind_per_100: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+#: Response headers not handed on by the proxy (aiohttp sets its own).
+HOP_HEADERS = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
+
+
+class RecordingProxy:
+    """A forwarding proxy in its own thread that notes what each observation read asked for: its kind,
+    the trace ids of a ``traceId any of`` read (new or asked for before) and how many rows came back."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.log: list[tuple[float, str, int, int, int]] = []  # (monotonic time, kind, new ids, again, rows)
+        self._asked: set[str] = set()
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.url = ""
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> RecordingProxy:
+        self._thread.start()
+        self._ready.wait(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._start())
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _start(self) -> None:
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64), auto_decompress=False)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        async with self._session.request(
+            request.method, self.upstream + request.path_qs, data=body or None, headers=headers
+        ) as answer:
+            data = await answer.read()
+            status = answer.status
+            out = {k: v for k, v in answer.headers.items() if k.lower() not in HOP_HEADERS}
+        if request.method == "GET":
+            self._note(request.path_qs, status, data)
+        return web.Response(status=status, body=data, headers=out)
+
+    def _note(self, path_qs: str, status: int, data: bytes) -> None:
+        url = urlsplit(path_qs)
+        if url.path != "/api/public/v2/observations":
+            kind, new, again, rows = f"GET {url.path}", 0, 0, 0
+        else:
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            conditions = json.loads(query.get("filter") or "[]")
+            ids = next((c["value"] for c in conditions if c.get("column") == "traceId"), None)
+            rows = len(json.loads(data).get("data") or []) if status == 200 else 0
+            new = again = 0
+            if query.get("isRootObservation") == "true" or any(
+                c.get("column") == "isRootObservation" for c in conditions
+            ):
+                kind = "listing"
+            elif ids is not None:
+                kind = "rows by id"
+                with self._lock:
+                    again = sum(1 for i in ids if i in self._asked)
+                    new = len(ids) - again
+                    self._asked.update(ids)
+            elif "traceId" in query:
+                kind = "one trace"
+            else:
+                kind = "window scan"
+            if status != 200:
+                kind += f" {status}"
+        with self._lock:
+            self.log.append((time.monotonic(), kind, new, again, rows))
+
+    def breakdown(self, since: float, until: float) -> dict[str, Any]:
+        """Requests by kind between two ``time.monotonic()`` marks; ids and rows of the id reads."""
+        with self._lock:
+            entries = [e for e in self.log if since <= e[0] < until]
+        kinds = Counter(kind for _, kind, _, _, _ in entries)
+        by_id = [e for e in entries if e[1] == "rows by id"]
+        return {
+            **dict(sorted(kinds.items())),
+            "ids new": sum(e[2] for e in by_id),
+            "ids again": sum(e[3] for e in by_id),
+            "rows by id (rows)": sum(e[4] for e in by_id),
+            "listing (rows)": sum(e[4] for e in entries if e[1] == "listing"),
+        }
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -143,8 +259,14 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         "kpis": KPIS,
         "references": PRODUCTION_REFERENCES,
     }
-    with start_langfuse(options, mode="process") as lf:
-        env = worker_environment(lf, None, targets=[target], langfuse_settings={"api_generation": "v4"})
+    if args.interval:
+        target["interval"] = args.interval
+        result.notes.append(f"interval {args.interval}")
+    with start_langfuse(options, mode="process") as lf, RecordingProxy(lf.url) as proxy:
+        env = worker_environment(
+            lf, None, targets=[target], langfuse_settings={"api_generation": "v4", "base_url": proxy.url}
+        )
+        env["LANGFUSE_BASE_URL"] = proxy.url
         if args.code:
             env["PYTHONPATH"] = os.pathsep.join([str(Path(args.code).resolve()), env["PYTHONPATH"]])
         workdir = Path(tempfile.mkdtemp(prefix="bench-freshness-"))
@@ -161,12 +283,13 @@ def run(rate: float, args: argparse.Namespace) -> Result:
             drain_until = visible_end + timedelta(seconds=args.drain)
             # Reads in the steady state: from the warm-up's end to the last trace's end.
             marks: dict[str, int] = {}
+            clock: dict[str, float] = {}
             while datetime.now(UTC) < drain_until and worker.running():
                 now = datetime.now(UTC)
                 if "warm" not in marks and now >= warm:
-                    marks["warm"] = reads(lf)
+                    marks["warm"], clock["warm"] = reads(lf), time.monotonic()
                 if "end" not in marks and now >= traffic_end:
-                    marks["end"] = reads(lf)
+                    marks["end"], clock["end"] = reads(lf), time.monotonic()
                 time.sleep(0.5)
             cpu1, posts1, standin1, wall1 = cpu_seconds(pid), posts(lf), cpu_seconds(standin), time.monotonic()
             ticks = [json.loads(line) for line in worker.log_path.read_text().splitlines() if '"event": "tick"' in line]
@@ -178,6 +301,7 @@ def run(rate: float, args: argparse.Namespace) -> Result:
             worker.terminate()
         stored = lf.scores()
         summary = lf.score_summary()
+        result.reads_by_kind = proxy.breakdown(clock.get("warm", 0.0), clock.get("end", 0.0))
     result.duplicates = int(summary.get("duplicate_count", 0))
     last: dict[str, datetime] = {}
     final: dict[str, datetime] = {}
@@ -214,6 +338,7 @@ def run(rate: float, args: argparse.Namespace) -> Result:
     result.reads_live = marks.get("end", 0) - marks.get("warm", 0)
     result.traces_steady = steady
     result.reads_per_100 = round(100 * result.reads_live / max(1, steady), 2)
+    result.reads_by_kind_per_100 = {k: round(100 * n / max(1, steady), 2) for k, n in result.reads_by_kind.items()}
     result.posts_per_100 = round(100 * (posts1 - posts0) / max(1, len(scored)), 2)
     result.reads_per_minute_idle = round((idle1 - idle0) * 60 / args.idle, 2)
     result.cpu_ms_per_trace = round(1000 * (cpu1 - cpu0) / max(1, len(scored)), 2)
@@ -265,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.02, help="seconds the stand-in takes per request")
     parser.add_argument("--check", type=int, default=200, help="traces without late rows checked as well")
     parser.add_argument("--code", help="a directory holding another trace_scorer package to run")
+    parser.add_argument("--interval", help="the target's interval (default: the shipped one), e.g. 15s")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     results = []

@@ -150,6 +150,35 @@ def html_404() -> Response:
     return Response(404, HTML_404.encode(), content_type="text/html; charset=utf-8")
 
 
+#: Request size limits in front of the API: name → (what is measured, bytes, status when over). Node's HTTP
+#: server (Langfuse's web container, ``--max-http-header-size``, 16 KiB by default) counts the request line
+#: and the headers together and answers 431; nginx's ``large_client_header_buffers`` (4 × 8k by default)
+#: refuses a request line longer than one buffer with 414.
+URL_LIMITS: dict[str, tuple[str, int, int] | None] = {
+    "node": ("head", 16 * 1024, 431),
+    "nginx": ("line", 8 * 1024, 414),
+    "none": None,
+}
+
+
+def too_long(request: Request, limit: str) -> Response | None:
+    """The answer of a server (or its proxy) refusing ``request`` as too long, or None."""
+    rule = URL_LIMITS[limit]
+    if rule is None:
+        return None
+    measured, most, status = rule
+    size = len(f"{request.method} {request.target} HTTP/1.1\r\n".encode())
+    if measured == "head":
+        size += sum(len(f"{name}: {value}\r\n".encode()) for name, value in request.headers.items())
+    if size <= most:
+        return None
+    if status == 414:
+        title = "414 Request-URI Too Large"
+        html = f"<html><head><title>{title}</title></head><body><center><h1>{title}</h1></center></body></html>"
+        return Response(414, html.encode(), content_type="text/html")
+    return Response(431, b"")
+
+
 @dataclass
 class LangfuseOptions:
     """Everything that shapes one stand-in; the same fields are the CLI flags of the process.
@@ -204,6 +233,10 @@ class LangfuseOptions:
     evaluators: tuple[dict[str, Any], ...] = ()
     #: Evaluation rules present at start, v4 or legacy shape (``add_rule``).
     evaluation_rules: tuple[dict[str, Any], ...] = ()
+    #: How long a request may be (:data:`URL_LIMITS`): "node" (the server itself, Node's default: request
+    #: line and headers within 16 KiB, else 431), "nginx" (a proxy in front with nginx's default buffers:
+    #: a request line within 8 KiB, else 414), "none".
+    url_limit: str = "node"
 
     def __post_init__(self) -> None:
         if self.generation is not None and self.generation not in DEFAULT_VERSION:
@@ -219,6 +252,8 @@ class LangfuseOptions:
             raise ValueError("validate_answers is all, sample or none")
         if self.write_mode not in WRITE_MODES:
             raise ValueError(f"write_mode is one of {WRITE_MODES}")
+        if self.url_limit not in URL_LIMITS:
+            raise ValueError(f"url_limit is one of {sorted(URL_LIMITS)}")
         self.profile  # noqa: B018 - unknown override flags fail here
 
     @property
@@ -480,6 +515,8 @@ class LangfuseApp(StandinApp):
             return Routed(label, answer=html_404())
         key = (operation.method, operation.path)
         label = f"{operation.method} {operation.path}"
+        if (refused := too_long(request, self.options.url_limit)) is not None:
+            return Routed(label, answer=refused)
         profile = self.profile
         # Before authentication: routes this version does not have (Next.js's HTML 404), and the legacy
         # reads a v4 events_only deployment rejects.
@@ -1652,7 +1689,7 @@ def options_to_argv(options: LangfuseOptions) -> list[str]:
         argv += ["--heavy-read-limit", str(options.heavy_read_limit)]
     if options.heavy_read_bytes is not None:
         argv += ["--heavy-read-bytes", str(options.heavy_read_bytes)]
-    argv += ["--validate-answers", options.validate_answers]
+    argv += ["--validate-answers", options.validate_answers, "--url-limit", options.url_limit]
     if not options.keep_score_details:
         argv.append("--no-score-details")
     return argv
@@ -1698,6 +1735,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
     parser.add_argument("--cache-size", type=int, default=4096)
     parser.add_argument("--validate-answers", choices=("all", "sample", "none"), default="all")
     parser.add_argument("--no-score-details", action="store_true")
+    parser.add_argument("--url-limit", choices=sorted(URL_LIMITS), default="node", help="request size limit")
     args = parser.parse_args(argv)
     scenario = json.loads(args.scenario_json)
     for flag, key in (("seed", "seed"), ("traces", "traces"), ("live", "live"), ("spacing", "spacing"), ("end", "end")):
@@ -1714,6 +1752,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[int, LangfuseOptions]:
         export_delay=args.export_delay,
         heavy_read_limit=args.heavy_read_limit,
         heavy_read_bytes=args.heavy_read_bytes,
+        url_limit=args.url_limit,
         overrides=json.loads(args.overrides_json),
         score_configs=tuple(json.loads(args.score_configs_json)),
         evaluators=tuple(json.loads(args.evaluators_json)),

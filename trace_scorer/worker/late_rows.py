@@ -6,10 +6,12 @@ scored ``quiet_period`` after its root's end may miss a child. Langfuse offers n
 arrived (the events table's filter columns have no ingestion or update time), so the only way to see a late
 row is to read the trace again. Every trace scored less than a *horizon* after its root's end is remembered
 (in memory: its root and a fingerprint of the rows it was scored from) and read again once the horizon has
-passed, batched by trace id (one ``traceId any of`` read per :data:`MAX_IDS_PER_SCAN` traces, the same read
-the first scoring used). A trace whose rows differ is scored again from that read; its score ids are
-deterministic, so the new scores overwrite the old (never a duplicate). A trace whose rows are the same
-costs nothing more.
+passed, by trace id (``traceId any of``, the same read the first scoring used). The re-checks share a
+tick's reads with its new traces: they fill the room the new traces leave in the tick's last read, and
+fill reads of their own; what would only part-fill a read waits for the next tick's, up to
+:data:`RECHECK_WAIT` (the worker, :mod:`trace_scorer.worker.traces`). A trace whose rows differ is scored
+again from that read; its score ids are deterministic, so the new scores overwrite the old (never a
+duplicate). A trace whose rows are the same costs nothing more.
 
 The horizon is the fresh listing's margin (the quiet period, at least 30 s, 1.5 times the latest a row was
 seen to come, at most ``lag``): a child visible within it of its root's end is scored, one later is not.
@@ -28,12 +30,11 @@ import structlog
 
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import TraceRoot, TraceRows
-from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN
 
 log = structlog.get_logger(__name__)
 
-#: Seconds the earliest due re-check may wait for others, so that re-checks share reads (a read holds up
-#: to :data:`MAX_IDS_PER_SCAN` traces) when traffic is slow.
+#: Seconds the earliest due re-check may wait for others, so that re-checks share reads (with a tick's new
+#: traces, or each other) when traffic is slow.
 RECHECK_WAIT = 30.0
 
 
@@ -82,17 +83,17 @@ class LateRows:
             if root.end_time is not None and now < (due := root.end_time + timedelta(seconds=horizon)):
                 self._waiting.setdefault(root.trace_id, Scored(root, None, now, due))
 
-    def due(self, now: datetime) -> list[TraceRoot]:
-        """The traces to read again now: all whose horizon has passed, once there are enough of them to
-        fill a read or the earliest has waited :data:`RECHECK_WAIT`; else none."""
-        ready = [s for s in self._waiting.values() if s.due <= now]
-        if not ready:
-            return []
-        earliest = min(s.due for s in ready)
-        if len(ready) < MAX_IDS_PER_SCAN and now - earliest < timedelta(seconds=RECHECK_WAIT):
-            return []
-        ready.sort(key=lambda s: s.due)
+    def ready(self, now: datetime) -> list[TraceRoot]:
+        """All the traces whose horizon has passed, the earliest first: a tick's reads take what they have
+        room for (:meth:`waited_out` says when the rest may not wait for the next tick's)."""
+        ready = sorted((s for s in self._waiting.values() if s.due <= now), key=lambda s: s.due)
         return [s.root for s in ready]
+
+    def waited_out(self, roots: Sequence[TraceRoot], now: datetime) -> bool:
+        """Whether one of these traces' horizon passed :data:`RECHECK_WAIT` ago or more: they are read now,
+        whether or not they fill a read."""
+        limit = now - timedelta(seconds=RECHECK_WAIT)
+        return any((s := self._waiting.get(r.trace_id)) is not None and s.due <= limit for r in roots)
 
     def changed(self, trace: TraceRows) -> bool:
         """Whether ``trace`` (read again) differs from what it was scored from; it is not waited on any longer."""

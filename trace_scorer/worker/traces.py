@@ -35,7 +35,7 @@ import json
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
@@ -43,9 +43,9 @@ from trace_scorer.config.settings import Settings
 from trace_scorer.config.targets import TargetSettings
 from trace_scorer.extract import extract_sample
 from trace_scorer.extract.rows import Observation
-from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, TraceRows, trace_root_from_row
+from trace_scorer.langfuse import TimeWindow, TraceFilter, TraceRoot, trace_root_from_row
 from trace_scorer.langfuse.http.clock import CLOCK_TOLERANCE_SECONDS
-from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN, TOO_MANY_ROWS, OversizedTrace
+from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN, TOO_MANY_ROWS, IdReads, OversizedTrace
 from trace_scorer.worker.batch import WorkItem
 from trace_scorer.worker.late_rows import LateRows
 from trace_scorer.worker.source import SourceBase
@@ -134,15 +134,18 @@ class WindowPlan:
     complete: bool = True
 
 
-class KeepTrace(Protocol):
-    """Whether a trace read again is to be scored again."""
-
-    def __call__(self, trace: TraceRows, /) -> bool: ...
-
-
 def chunks(items: Sequence[TraceRoot], size: int) -> Iterable[Sequence[TraceRoot]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+@dataclass(frozen=True)
+class ReadGroup:
+    """Traces read together (v4: one ``traceId any of`` read): new ones, and scored ones read again for
+    late children (``recheck``: scored again only if their rows changed)."""
+
+    roots: Sequence[TraceRoot]
+    recheck: frozenset[str] = frozenset()
 
 
 class TraceSource(SourceBase):
@@ -180,7 +183,10 @@ class TraceSource(SourceBase):
             window, tick, reread=self.reread(), ended_since=ended_since, upto=now if fresh else None
         )
         self._learn_lateness(plan.todo)
-        if not await self._score_batches(plan.todo, tick):
+        # v4: the re-checks due ride in the new traces' reads (the room their last read leaves), the rest
+        # in reads of their own or, part-filling one, at a later tick (recheck_late_rows).
+        groups = self.read_groups(plan.todo, tick) if fresh else None
+        if not await self._score_batches(plan.todo, tick, groups=groups):
             return report
         if plan.hold > window.start:
             self.state.set_watermark(self.target.name, plan.hold)
@@ -212,15 +218,58 @@ class TraceSource(SourceBase):
 
     async def recheck_late_rows(self, tick: Tick) -> None:
         """Read again the traces scored before a late child could be visible; score again (the same score
-        ids: an overwrite) those whose rows changed (:mod:`trace_scorer.worker.late_rows`)."""
-        due = self.late_rows.due(tick.now)
-        failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in due]) if due else {}
-        self.late_rows.forget(list(failed))  # the retry path reads those again anyway
-        for batch in chunks([r for r in due if r.trace_id not in failed], MAX_IDS_PER_SCAN):
+        ids: an overwrite) those whose rows changed (:mod:`trace_scorer.worker.late_rows`): in full reads,
+        and in one that is not full once a trace in it waited :data:`~trace_scorer.worker.late_rows.RECHECK_WAIT`."""
+        for group in self.read_groups((), tick):
             if tick.stop.is_set():
                 return
-            await self.score_roots(batch, tick, keep=self.late_rows.changed)
-            self.late_rows.forget([r.trace_id for r in batch])
+            await self.score_roots(group.roots, tick, recheck=group.recheck)
+
+    def id_reads(self) -> IdReads | None:
+        """How many traces one id-filtered read holds (v4's trace scanner), or None (count by
+        :data:`MAX_IDS_PER_SCAN`)."""
+        scanner = getattr(self.client.reads, "scanner", None)
+        id_reads = getattr(scanner, "id_reads", None)
+        return id_reads if isinstance(id_reads, IdReads) else None
+
+    def read_groups(self, todo: Sequence[TraceRoot], tick: Tick) -> list[ReadGroup]:
+        """``todo`` (new traces) and the re-checks due, in batches of whole reads (as many traces as one
+        ``traceId any of`` read holds, as many reads as fit in ``batch_size``): the new traces first, the
+        re-checks, earliest due first, filling the room they leave. A last read of re-checks alone that is
+        not full waits for the next tick's reads, unless one of them has waited ``RECHECK_WAIT``."""
+        due = self.late_rows.ready(tick.now) if self.late_rows.enabled else []
+        if due:
+            failed = self.state.failed_subjects(self.target.name, [r.trace_id for r in due])
+            self.late_rows.forget(list(failed))  # the retry path reads those again anyway
+            fresh = {r.trace_id for r in todo}
+            due = [r for r in due if r.trace_id not in failed and r.trace_id not in fresh]
+        recheck = frozenset(r.trace_id for r in due)
+        work = [*todo, *due]
+        # A source reading only some rows of its traces scans windows (no id filter): batches as before.
+        id_reads = None if self.row_conditions() else self.id_reads()
+        cap = self.batch_size if self.row_conditions() else min(self.batch_size, MAX_IDS_PER_SCAN)
+        groups: list[ReadGroup] = []
+        start = 0
+        while start < len(work):
+            rest = work[start:]
+            size = min(id_reads.fitting([r.trace_id for r in rest]), self.batch_size) if id_reads else cap
+            full = size <= len(rest) - 1 or (id_reads is None and len(rest) == size)
+            size = min(size, len(rest))
+            roots = rest[:size]
+            ids = frozenset(r.trace_id for r in roots) & recheck
+            if len(ids) == len(roots) and not full and not self.late_rows.waited_out(roots, tick.now):
+                break  # re-checks alone, part-filling a read: they wait for the next tick's
+            groups.append(ReadGroup(roots, ids))
+            start += size
+        # Whole reads merged into batches of up to ``batch_size``: a batch's scores are posted in full
+        # requests (``score_batch_size``), the last one part-full; more, smaller batches would post more.
+        batches: list[ReadGroup] = []
+        for group in groups:
+            if batches and len(batches[-1].roots) + len(group.roots) <= self.batch_size:
+                batches[-1] = ReadGroup([*batches[-1].roots, *group.roots], batches[-1].recheck | group.recheck)
+            else:
+                batches.append(group)
+        return batches
 
     def _learn_lateness(self, todo: Sequence[TraceRoot]) -> None:
         """A new root that had ended before the previous listing was not visible then: it came that late.
@@ -302,8 +351,11 @@ class TraceSource(SourceBase):
         tick.telemetry.backlog(self.target.name, len(todo))
         return WindowPlan(window, todo, hold, complete)
 
-    async def _score_batches(self, todo: Sequence[TraceRoot], tick: Tick) -> bool:
-        """Score ``todo`` batch by batch, :data:`BATCHES_IN_FLIGHT` at a time. False: stopped before the end.
+    async def _score_batches(
+        self, todo: Sequence[TraceRoot], tick: Tick, *, groups: Sequence[ReadGroup] | None = None
+    ) -> bool:
+        """Score ``todo`` batch by batch (``batch_size`` each, or ``groups``: the batches as made by
+        :meth:`read_groups`), :data:`BATCHES_IN_FLIGHT` at a time. False: stopped before the end.
 
         A batch that fails (Langfuse unavailable) starts no further batch; those in flight finish (their
         scores posted, their ledger entries recorded), then the first error is raised."""
@@ -311,11 +363,12 @@ class TraceSource(SourceBase):
         error: BaseException | None = None
         stopped = False
         try:
-            for batch in chunks(todo, self.batch_size):
+            batches = groups if groups is not None else [ReadGroup(batch) for batch in chunks(todo, self.batch_size)]
+            for batch in batches:
                 if tick.stop.is_set():
                     stopped = True
                     break
-                running.add(asyncio.create_task(self.score_roots(batch, tick)))
+                running.add(asyncio.create_task(self.score_roots(batch.roots, tick, recheck=batch.recheck)))
                 if len(running) >= BATCHES_IN_FLIGHT:
                     done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     error = _first_error(done)
@@ -393,19 +446,32 @@ class TraceSource(SourceBase):
             ready[root.trace_id] = root
         return list(ready.values()), hold, complete
 
-    async def score_roots(self, roots: Sequence[TraceRoot], tick: Tick, *, keep: KeepTrace | None = None) -> None:
+    async def score_roots(
+        self,
+        roots: Sequence[TraceRoot],
+        tick: Tick,
+        *,
+        recheck: frozenset[str] = frozenset(),
+    ) -> None:
         """Fetch, score, post and record these traces (one batch): each trace is scored as soon as it is
         read, while the rest of the batch is still being read. Each page read counts as progress (the
-        transport reports it): a scan may read many pages before it hands on a trace. ``keep``: score only
-        the traces it keeps (a re-check of scored traces; the others are left as they are)."""
-        await self.scorer.run(self._work_items(roots, tick, keep), tick)
+        transport reports it): a scan may read many pages before it hands on a trace. ``recheck``: the
+        traces of the batch read again for late children (scored again only if their rows changed); once
+        the batch is done they are not waited on any longer (a batch that failed leaves them waiting)."""
+        await self.scorer.run(self._work_items(roots, tick, recheck), tick)
+        if recheck:
+            self.late_rows.forget(list(recheck))
 
     async def _work_items(
-        self, roots: Sequence[TraceRoot], tick: Tick, keep: KeepTrace | None = None
+        self,
+        roots: Sequence[TraceRoot],
+        tick: Tick,
+        recheck: frozenset[str] = frozenset(),
     ) -> AsyncGenerator[WorkItem, None]:
         """The batch's traces as samples, in the order they are read; once all are read, the ones with
         nothing to score (oversized, no observations) are recorded as done, so they are not read again.
-        Traces read again (``keep``) are already done: those it drops, or not found, are left as they are."""
+        Traces read again (``recheck``: scored again if their rows changed) are already done: those not
+        scored again, or not found, are left as they are."""
         by_id = {r.trace_id: r for r in roots}
         found: set[str] = set()
         #: Traces yielded for scoring or set aside as oversized: the rest of the batch had nothing to read.
@@ -420,7 +486,7 @@ class TraceSource(SourceBase):
                 continue
             found.add(trace.trace_id)
             root = by_id[trace.trace_id]
-            if keep is not None and (isinstance(trace, OversizedTrace) or not keep(trace)):
+            if trace.trace_id in recheck and (isinstance(trace, OversizedTrace) or not self.late_rows.changed(trace)):
                 handled.add(trace.trace_id)
                 continue
             if isinstance(trace, OversizedTrace):
@@ -465,7 +531,7 @@ class TraceSource(SourceBase):
         for reason, trace_ids in oversized.items():
             tick.report.skipped[reason] += len(trace_ids)
             self.state.record_scored(self.target.name, trace_ids, config_hash, tick.now, reason=reason)
-        missing = [trace_id for trace_id in by_id if trace_id not in handled] if keep is None else []
+        missing = [t for t in by_id if t not in handled and t not in recheck]
         if missing:
             # Deleted or not readable (yet): nothing to score. Recorded as done so they are not read again.
             tick.report.skipped["no observations"] += len(missing)

@@ -4,6 +4,7 @@ per-trace fetch), datasets, experiments → items → expected output."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -11,9 +12,9 @@ from typing import Any
 from tests.support import langfuse_factories as f
 from tests.support.langfuse_client import MakeClient, make_settings
 from tests.support.langfuse_factories import at
-from tests.support.langfuse_inprocess import InProcessLangfuse
+from tests.support.langfuse_inprocess import InProcessLangfuse, MakeLangfuse
 from trace_scorer.langfuse import ApiGeneration, Dataset, LangfuseClient, TimeWindow, TraceFilter, TraceRoot
-from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN, OversizedTrace
+from trace_scorer.langfuse.reads.trace_scan import URL_BUDGET, OversizedTrace
 from trace_scorer.langfuse.reads.v4 import V4Reader
 
 OBS = ("GET", "/api/public/v2/observations")
@@ -462,7 +463,7 @@ async def test_a_scan_of_a_few_traces_among_many_reads_only_their_rows(
     v4: InProcessLangfuse, make_client: MakeClient
 ) -> None:
     """Issue #29: the traces of a live stream run side by side; a scan asks for its traces by id (``traceId
-    any of``, at most ``MAX_IDS_PER_SCAN`` a request), not for every row within the slack around them."""
+    any of``, as many a request as its URL holds), not for every row within the slack around them."""
     busy = [row for n in range(400) for row in (root(f"t{n}", 10 + n), child(f"t{n}", 1, 11 + n))]
     v4.add_rows(*busy)
     client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, page_size=1000)
@@ -473,6 +474,60 @@ async def test_a_scan_of_a_few_traces_among_many_reads_only_their_rows(
     calls = v4.calls_to(*OBS)
     asked = [json.loads(c.request.url.params["filter"]) for c in calls]
     ids = [next(c["value"] for c in conditions if c["column"] == "traceId") for conditions in asked]
-    assert all(len(group) <= MAX_IDS_PER_SCAN for group in ids)
+    assert all(len(c.request.url.raw_path) <= URL_BUDGET for c in calls)
     assert sorted(t for group in ids for t in group) == sorted(wanted)  # each asked for once
-    assert len(calls) == 2  # 200 traces: two halves of 100, one page each (the other 200 never read)
+    assert len(calls) == 1  # 200 short ids fit one request line: one page (the other 200 traces never read)
+
+
+def request_line(call: Any) -> int:
+    """Bytes of the request line as sent (``GET <path?query> HTTP/1.1``)."""
+    return len(b"GET " + call.request.url.raw_path + b" HTTP/1.1\r\n")
+
+
+async def test_a_read_holds_as_many_trace_ids_as_fit_its_request_line_whatever_their_length(
+    make_langfuse: MakeLangfuse, make_client: MakeClient
+) -> None:
+    """OTel trace ids (32 hex digits) are shorter than UUIDs: more of them fit one request line, which
+    stays within the 8 KiB an nginx in front of the server takes (its default: longer lines get 414)."""
+    v4 = make_langfuse(url_limit="nginx")
+    hexes = [uuid.UUID(int=n + 1).hex for n in range(300)]
+    uuids = [str(uuid.UUID(int=n + 10_000)) for n in range(300)]
+    v4.add_rows(*[row for n, t in enumerate(hexes + uuids) for row in (root(t, 10 + n), child(t, 1, 11 + n))])
+    client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, page_size=1000)
+    listed = {r.trace_id: r for r in await roots_of(client)}
+    # Until a read has shown how many rows a trace has, a read holds no more ids than it used to (150).
+    assert len([t async for t in client.reads.fetch_traces([listed[t] for t in hexes[:10]])]) == 10
+    per_read = {}
+    for name, ids in (("hex", hexes), ("uuid", uuids)):
+        v4.calls.clear()
+        got = [t.trace_id async for t in client.reads.fetch_traces([listed[t] for t in ids])]
+        assert sorted(got) == sorted(ids)
+        calls = v4.calls_to(*OBS)
+        assert all(c.status == 200 for c in calls) and all(request_line(c) <= 8 * 1024 for c in calls)
+        per_read[name] = max(len(json.loads(c.request.url.params["filter"])[-1]["value"]) for c in calls)
+    assert per_read["hex"] > per_read["uuid"] and per_read["hex"] > 150  # 150: the fixed count before
+
+
+async def test_a_read_refused_as_too_long_is_asked_again_with_half_the_ids_and_later_reads_keep_that(
+    make_langfuse: MakeLangfuse, make_client: MakeClient
+) -> None:
+    """A proxy with a smaller limit than the one assumed (here: nginx's 414 at 8 KiB, the client allowing
+    16 KiB): the read is asked again in halves, and later reads start from that many ids."""
+    v4 = make_langfuse(url_limit="nginx")
+    ids = [uuid.UUID(int=n + 1).hex for n in range(300)]
+    v4.add_rows(*[row for n, t in enumerate(ids) for row in (root(t, 10 + n), child(t, 1, 11 + n))])
+    client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, page_size=1000)
+    listed = [r for r in await roots_of(client)]
+    reader(client).scanner.id_reads.budget = 16 * 1024
+    v4.calls.clear()
+    got = [t.trace_id async for t in client.reads.fetch_traces(listed)]
+    assert sorted(got) == sorted(ids)  # each trace once, all rows read
+    statuses = [c.status for c in v4.calls_to(*OBS)]
+    assert statuses[0] == 414 and statuses.count(414) == 1
+    refused = len(json.loads(v4.calls_to(*OBS)[0].request.url.params["filter"])[-1]["value"])
+    assert reader(client).scanner.id_reads.max_ids == refused // 2
+
+    v4.calls.clear()
+    assert len([t async for t in client.reads.fetch_traces(listed)]) == len(ids)
+    assert all(c.status == 200 for c in v4.calls_to(*OBS))
+    assert max(len(json.loads(c.request.url.params["filter"])[-1]["value"]) for c in v4.calls_to(*OBS)) <= refused // 2

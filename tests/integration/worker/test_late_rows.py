@@ -134,3 +134,73 @@ async def test_after_a_restart_a_trace_scored_within_the_horizon_is_scored_again
     assert {name: i for name, (i, _) in after.items()} == {name: i for name, (i, _) in before.items()}
     await ticks(h, restarted, clock)
     assert posts_of(v4, "t-late") == 8  # once by each process: an overwrite
+
+
+def id_reads(v4: InProcessLangfuse) -> list[list[str]]:
+    """The trace ids of each observation read by id so far (``traceId any of``, or ``traceId=``)."""
+    out = []
+    for call in v4.calls_to("GET", OBSERVATIONS):
+        params = call.request.url.params
+        conditions = json.loads(params.get("filter", "[]"))
+        ids = [v for c in conditions if c["column"] == "traceId" for v in c["value"]]
+        if params.get("traceId"):
+            ids.append(params["traceId"])
+        if ids:
+            out.append(ids)
+    return out
+
+
+async def test_due_re_checks_ride_in_the_new_traces_read_and_only_a_changed_trace_is_scored_again(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    h, context = await listed(harness)
+    start = clock.now() - timedelta(seconds=20)
+    root, *late = agent_trace("t-late", start)
+    v4.add_rows(root, *agent_trace("t-ok", start))
+    clock.elapsed += 1
+    assert (await h.tick(context)).scored == 2
+    before = scores_of(v4, "t-late")
+    v4.add_rows(*late)
+
+    # 12 s on: not due yet (the horizon is 30 s after the end), nothing read by id.
+    reads = len(id_reads(v4))
+    clock.elapsed += 12
+    assert (await h.tick(context)).scored == 0
+    assert len(id_reads(v4)) == reads
+
+    # 12 s more: both are due (not for RECHECK_WAIT yet) and a new trace is ready: one read carries all three.
+    v4.add_rows(*agent_trace("t-new", clock.now() - timedelta(seconds=8)))
+    clock.elapsed += 12
+    report = await h.tick(context)
+    assert [sorted(ids) for ids in id_reads(v4)[reads:]] == [["t-late", "t-new", "t-ok"]]
+    assert report.scored == 2  # the new trace, and the trace whose rows changed
+    after = scores_of(v4, "t-late")
+    assert after["tool_call_accuracy"][1] == 1.0 and before["tool_call_accuracy"][1] == 0.0
+    assert {name: i for name, (i, _) in after.items()} == {name: i for name, (i, _) in before.items()}
+    assert (posts_of(v4, "t-ok"), posts_of(v4, "t-late"), posts_of(v4, "t-new")) == (4, 8, 4)
+
+    # Neither is read again later (the new trace once, at its own horizon, with nothing new).
+    await ticks(h, context, clock)
+    assert sum("t-ok" in ids or "t-late" in ids for ids in id_reads(v4)[reads:]) == 1
+    assert sum("t-new" in ids for ids in id_reads(v4)[reads:]) == 2
+    assert (posts_of(v4, "t-ok"), posts_of(v4, "t-late"), posts_of(v4, "t-new")) == (4, 8, 4)
+    assert len(v4.scores) == 12
+
+
+async def test_due_re_checks_that_would_part_fill_a_read_wait_for_a_tick_with_new_traces(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    h, context = await listed(harness)
+    start = clock.now() - timedelta(seconds=20)
+    v4.add_rows(*agent_trace("t-ok", start))
+    clock.elapsed += 1
+    assert (await h.tick(context)).scored == 1
+    reads = len(id_reads(v4))
+    ended = start + timedelta(seconds=5)
+    # Due from 30 s after its end; alone, it waits up to RECHECK_WAIT more for others to share its read.
+    while clock.now() + timedelta(seconds=12) < ended + timedelta(seconds=FRESH_MARGIN + RECHECK_WAIT):
+        clock.elapsed += 12
+        await h.tick(context)
+        assert len(id_reads(v4)) == reads
+    await ticks(h, context, clock, 2)
+    assert id_reads(v4)[reads:] == [["t-ok"]]

@@ -7,7 +7,6 @@ from typing import Any
 
 from trace_scorer.extract.rows import Observation
 from trace_scorer.langfuse import TraceRoot, TraceRows
-from trace_scorer.langfuse.reads.trace_scan import MAX_IDS_PER_SCAN
 from trace_scorer.worker.late_rows import RECHECK_WAIT, LateRows
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
@@ -41,17 +40,16 @@ def test_only_traces_scored_within_the_horizon_of_their_end_are_remembered() -> 
     assert len(late) == 1
 
 
-def test_a_due_trace_waits_for_others_until_a_read_is_full_or_it_waited_long_enough() -> None:
+def test_a_due_trace_is_ready_once_its_horizon_passed_and_has_waited_out_after_recheck_wait() -> None:
     late = LateRows()
     late.scored(root("t", 15), rows("t"), NOW, HORIZON)
-    assert late.due(later(14)) == []  # its horizon has not passed
-    assert late.due(later(15 + RECHECK_WAIT - 1)) == []  # due, waiting for others to share the read
-    assert [r.trace_id for r in late.due(later(15 + RECHECK_WAIT))] == ["t"]
-
-    full = LateRows()
-    for i in range(MAX_IDS_PER_SCAN):
-        full.scored(root(f"t{i}", 15), rows(f"t{i}"), NOW, HORIZON)
-    assert len(full.due(later(15))) == MAX_IDS_PER_SCAN  # a full read at once
+    late.scored(root("u", 10), rows("u"), NOW, HORIZON)
+    assert late.ready(later(14)) == []  # no horizon has passed
+    assert [r.trace_id for r in late.ready(later(20))] == ["t", "u"]  # the earliest due first
+    ready = late.ready(later(15 + RECHECK_WAIT - 1))
+    assert not late.waited_out(ready, later(15 + RECHECK_WAIT - 1))  # may wait for others to share a read
+    assert late.waited_out(ready, later(15 + RECHECK_WAIT))
+    assert not late.waited_out(ready[1:], later(15 + RECHECK_WAIT))  # "u" was due 5 s later
 
 
 def test_changed_when_a_row_came_or_ended_since_and_the_lateness_is_learned() -> None:

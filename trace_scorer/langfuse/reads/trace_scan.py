@@ -20,9 +20,12 @@ and inside the oversized trace's is not read. Once every trace asked for is hand
 reading.
 
 Where the server can filter by trace id (v4: ``traceId any of``), a scan asks for its traces' rows only
-(``pages_of``), at most :data:`MAX_IDS_PER_SCAN` ids a request (longer lists are scanned in halves): a
-few traces of a live stream then cost the pages of their own rows, not of every trace that ran beside
-them within the slack (issue #29: ~30 pages a tick at 10 traces/s with the 5-minute slack).
+(``pages_of``): a few traces of a live stream then cost the pages of their own rows, not of every trace
+that ran beside them within the slack (issue #29: ~30 pages a tick at 10 traces/s with the 5-minute slack).
+A request holds as many ids as :class:`IdReads` lets it — its URL within :data:`URL_BUDGET` bytes, measured
+on the request as it will be encoded (ids differ in length) — and a longer list is read in consecutive
+runs of that many (by start time). A server that refuses a request as too long (414 from a proxy, 431 from
+Node) halves the ids a request holds from then on, and the scan asks again.
 
 A row the page source could read only without its input and output (marked :data:`TOO_LARGE_ROW`: alone
 over ``max_answer_bytes``) skips its trace (``answer too large``) and the scan goes on. A source that
@@ -36,9 +39,11 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import structlog
+
 from trace_scorer.data.rows import replaces
 from trace_scorer.extract.rows import Observation, sort_observations, started
-from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge
+from trace_scorer.langfuse.errors import LangfuseAnswerTooLarge, LangfuseHTTPError
 from trace_scorer.langfuse.types import Row, TimeWindow, TraceRoot, TraceRows
 
 PageSource = Callable[[TimeWindow], AsyncGenerator[list[Row], None]]
@@ -53,9 +58,82 @@ ANSWER_TOO_LARGE = "answer too large"
 #: The key a page source adds to a row it could only read without its input and output (the row alone was
 #: over ``max_answer_bytes``): the value is that cap. The row's trace is skipped; reading goes on past it.
 TOO_LARGE_ROW = "_answerTooLarge"
-#: Trace ids in one id-filtered scan: ~40 characters each once URL-encoded, so a request line stays
-#: under 8 KB (nginx's default buffer for it, in front of many self-hosted servers).
+log = structlog.get_logger(__name__)
+
+#: Trace ids in one id-filtered read before its URL is measured (and the most a read holds whatever their
+#: length): ~40 characters each once URL-encoded.
 MAX_IDS_PER_SCAN = 150
+#: Bytes of an id-filtered read's URL (path and query, as encoded): nginx's default buffer for a request
+#: line is 8 KB (longer: 414), in front of many self-hosted servers; Node's own limit, for the request line
+#: and headers together, is 16 KB (longer: 431). Room is left for the method, the base URL's path, the
+#: HTTP version and a later page's cursor.
+URL_BUDGET = 8192 - 768
+#: The most ids a read holds however short they are (a bound on one request's work on the server).
+MAX_IDS_PER_READ = 400
+#: Statuses of a server (or its proxy) refusing a request line or head as too long.
+TOO_LONG = (414, 431)
+
+
+#: Share of a page the rows of one id-filtered read are expected to fill (traces' row counts vary: a read
+#: just over a page costs a second request for a few rows).
+PAGE_FILL = 0.9
+
+
+class IdReads:
+    """How many trace ids one id-filtered read holds: as many as keep its URL within :data:`URL_BUDGET`
+    (``url_length``: the encoded length of a read of these ids), up to :data:`MAX_IDS_PER_READ`, never
+    more than half of a read the server refused as too long (414/431; remembered for the process), and,
+    once reads have shown how many rows a trace has, as many as fill :data:`PAGE_FILL` of one page
+    (``page_rows``): a read is paid by the page."""
+
+    def __init__(
+        self,
+        url_length: Callable[[Sequence[str]], int],
+        budget: int = URL_BUDGET,
+        page_rows: Callable[[], int] | None = None,
+    ) -> None:
+        self._url_length = url_length
+        self._page_rows = page_rows
+        self.budget = budget
+        self.max_ids = MAX_IDS_PER_READ
+        #: Rows and traces of the id-filtered reads so far (each trace's rows, duplicates included).
+        self.rows_read = 0
+        self.traces_read = 0
+
+    def read(self, traces: int, rows: int) -> None:
+        """One id-filtered read of ``traces`` traces came with ``rows`` rows."""
+        self.traces_read += traces
+        self.rows_read += rows
+
+    def by_rows(self) -> int:
+        """The most traces whose rows are expected to fill one page (:data:`MAX_IDS_PER_SCAN` before the
+        first read: a trace's rows are not known yet)."""
+        if self._page_rows is None:
+            return self.max_ids
+        if not self.rows_read:
+            return min(self.max_ids, MAX_IDS_PER_SCAN)
+        per_trace = self.rows_read / max(1, self.traces_read)
+        return max(1, int(PAGE_FILL * self._page_rows() / per_trace))
+
+    def fitting(self, ids: Sequence[str], *, by_rows: bool = True) -> int:
+        """How many of ``ids``, from the first, one read holds (at least one); ``by_rows=False``: by the
+        request's limits alone (a group made to fill a page may be read at once even if it is over it)."""
+        high = min(len(ids), self.max_ids, self.by_rows() if by_rows else len(ids))
+        if high <= 1 or self._url_length(ids[:high]) <= self.budget:
+            return max(1, high)
+        low = 1  # fits (one id always goes: a read of one trace is the least there is)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self._url_length(ids[:middle]) <= self.budget:
+                low = middle
+            else:
+                high = middle
+        return low
+
+    def refused(self, ids: int) -> None:
+        """A read of ``ids`` ids was refused as too long: reads hold at most half as many from now on."""
+        self.max_ids = max(1, min(self.max_ids, ids // 2))
+        log.warning("langfuse.request_too_long", ids_per_read=self.max_ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +161,13 @@ class TraceScanner:
         max_rows_per_trace: int = 0,
         now: Callable[[], datetime],
         pages_of: IdPageSource | None = None,
+        id_reads: IdReads | None = None,
     ) -> None:
         self._pages = pages
         self._pages_of = pages_of
+        self.id_reads = id_reads or IdReads(lambda ids: 0, budget=0)
+        if id_reads is None:
+            self.id_reads.max_ids = MAX_IDS_PER_SCAN
         self._fetch_one = fetch_one
         self._max_rows = max_rows
         self._max_rows_per_trace = max_rows_per_trace
@@ -136,22 +218,32 @@ class TraceScanner:
         if len(roots) == 1:
             yield await self._fetch_one(roots[0])
             return
-        if self._pages_of is not None and len(roots) > MAX_IDS_PER_SCAN:
-            for half in _halves(roots):
-                async for trace in self._scan_group(half, excluded):
-                    yield trace
-            return
+        if self._pages_of is not None:
+            roots.sort(key=lambda r: r.start_time)
+            ids = [r.trace_id for r in roots]
+            if self.id_reads.fitting(ids, by_rows=False) < len(roots):
+                # Consecutive runs by start time, each as many ids as a read holds and fill a page.
+                fits = self.id_reads.fitting(ids)
+                while roots:
+                    run, roots = roots[:fits], roots[fits:]
+                    async for trace in self._scan_group(run, excluded):
+                        yield trace
+                    fits = self.id_reads.fitting([r.trace_id for r in roots]) if roots else 0
+                return
         pending = {r.trace_id: r for r in roots}
         held: dict[str, dict[str, Observation]] = {}
         held_rows = 0
         overflow = False
         oversized: list[TimeWindow] = []
         too_large = False
+        too_long = False
+        rows_read = 0
         try:
             window = self.clipped_window(roots, excluded)
             source = self._pages(window) if self._pages_of is None else self._pages_of(window, list(pending))
             async with aclosing(source) as pages:
                 async for page in pages:
+                    rows_read += len(page)
                     # Each row is read into its record once, here: its times parsed for the scan and after.
                     records = list(map(Observation.from_row, page))
                     for record in records:
@@ -195,6 +287,20 @@ class TraceScanner:
                         break
         except LangfuseAnswerTooLarge:
             too_large = True
+        except LangfuseHTTPError as error:
+            if self._pages_of is None or error.status not in TOO_LONG or len(roots) == 1:
+                raise
+            too_long = True
+        if too_long:
+            # The request line (a later page's, with its cursor, may be the one) was too long for the
+            # server: fewer ids a read from now on; what is not handed on yet is read again in those.
+            self.id_reads.refused(len(roots))
+            held.clear()
+            async for trace in self._scan_group(list(pending.values()), excluded):
+                yield trace
+            return
+        if self._pages_of is not None and not (too_long or overflow or oversized or too_large):
+            self.id_reads.read(len(roots), rows_read)
         if too_large:
             # A page too large even at one row, not marked (legacy pages): which trace holds that row is
             # unknown, so each trace not handed on yet is read on its own; only the one holding it is skipped.

@@ -22,7 +22,9 @@ from collections.abc import (
 from contextlib import aclosing, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 import structlog
 from langfuse.api.core.datetime_utils import serialize_datetime
 
@@ -45,6 +47,7 @@ from trace_scorer.langfuse.reads.rows import StreamDeduper, trace_root_from_row
 from trace_scorer.langfuse.reads.trace_scan import (
     ANSWER_TOO_LARGE,
     TOO_LARGE_ROW,
+    IdReads,
     OversizedTrace,
     TraceScanner,
     over_cap,
@@ -117,6 +120,7 @@ class V4Reader:
             max_rows_per_trace=settings.max_rows_per_trace,
             now=clock.now,
             pages_of=self._trace_pages,
+            id_reads=IdReads(self._trace_rows_url_length, page_rows=lambda: self.page_size),
         )
 
     # --- paging ------------------------------------------------------------------------------
@@ -216,6 +220,18 @@ class V4Reader:
         """The rows of these traces starting in ``window`` (the structured filter's ``traceId any of``)."""
         query = v4_trace_rows_query(window, trace_ids)
         return self._observation_pages(BODY_FIELDS, **query)
+
+    def _trace_rows_url_length(self, trace_ids: Sequence[str]) -> int:
+        """Bytes of the URL (path and query, as httpx encodes them) of a first page of
+        :meth:`_trace_pages` for these ids; the window's times have a fixed length."""
+        now = self._clock.now()
+        query = v4_trace_rows_query(TimeWindow(now - self._slack, now), trace_ids)
+        params = {"fields": BODY_FIELDS, "expandMetadata": self._expand_metadata, "limit": str(self.page_size)}
+        for name, value in query.items():
+            params[_camel(name)] = serialize_datetime(value) if isinstance(value, datetime) else value
+        encoded = httpx.QueryParams({k: v for k, v in params.items() if v is not None})
+        path = urlsplit(getattr(self._transport, "base_url", "")).path.rstrip("/") + OBSERVATIONS_V2.path
+        return len(path) + 1 + len(str(encoded))
 
     # --- traces ------------------------------------------------------------------------------
 
