@@ -214,8 +214,8 @@ def report_langfuse_trouble(
 #: at 243 MB with them, 242 MB without; before those fixes it rose to 314 MB (bench/README.md). Generation 0
 #: at 50,000 rather than 5,000: its walks were still ~6 % of a deterministic target's CPU (bench_deterministic,
 #: 4 pairs: 1.83 against 1.95 ms a trace; 20,000 gained nothing measurable), the judged run no different
-#: (10.3 against 10.6 ms), the peak memory no higher (10,000-trace backlog: 194 against 196 MB; 100,000: 204 MB
-#: ~60,000 traces in, unchanged over its five minutes before; figures of a slower VM than those above).
+#: (10.3 against 10.6 ms), the peak memory no higher and flat (a 10,000-trace backlog: 194 against 196 MB;
+#: 100,000: 200 MB; figures of a slower VM than those above).
 SERVING_GC_THRESHOLDS = (50000, 20, 100)
 
 
