@@ -17,6 +17,10 @@ Role = Literal["system", "user", "assistant", "tool"]
 #: Accepted aliases for message roles (LangChain / ragas naming).
 ROLE_ALIASES: dict[str, Role] = {"human": "user", "ai": "assistant", "developer": "system"}
 
+#: A role text already lower-case (the roles, their aliases) → the role: one look-up for what extraction
+#: gives (a role a message), the lowering only for the rest.
+_ROLE_OF: dict[str, str] = {**{role: role for role in ("system", "user", "assistant", "tool")}, **ROLE_ALIASES}
+
 
 def parse_arguments(value: Any) -> dict[str, Any]:
     """Tool-call arguments as a dict: objects as they are, JSON strings parsed.
@@ -79,6 +83,9 @@ class Message(BaseModel):
     @field_validator("role", mode="before")
     @classmethod
     def _alias_role(cls, value: Any) -> Any:
+        # this and _content_text run for every message of every sample: the common case first, in one step
+        if type(value) is str and (role := _ROLE_OF.get(value)) is not None:
+            return role
         if isinstance(value, str):
             lowered = value.lower()
             return ROLE_ALIASES.get(lowered, lowered)
@@ -87,7 +94,7 @@ class Message(BaseModel):
     @field_validator("content", mode="before")
     @classmethod
     def _content_text(cls, value: Any) -> str:
-        return content_text(value)
+        return value if type(value) is str else content_text(value)
 
 
 def json_type(value: Any) -> str:
