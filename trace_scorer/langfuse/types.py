@@ -13,11 +13,14 @@ import enum
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from trace_scorer.extract.rows import Observation, dedupe_observations, sort_observations
 from trace_scorer.langfuse.server.capabilities import ScorePosting
 from trace_scorer.langfuse.writes.ids import score_id
+
+if TYPE_CHECKING:  # the scanner imports these types
+    from trace_scorer.langfuse.reads.trace_scan import IdReads
 
 #: One observation row, v4 camelCase shape (see the module docstring).
 Row = dict[str, Any]
@@ -315,6 +318,11 @@ class LangfuseReads(Protocol):
     #: True when a trace's root row appears only once the root ended (v4): a source must read again
     #: behind its watermark, or a long trace would be missed.
     rows_appear_at_end: bool
+
+    @property
+    def id_reads(self) -> IdReads | None:
+        """How many traces one ``traceId any of`` read holds (v4), or None: no such reads (v3)."""
+        ...
 
     def list_trace_roots(self, window: TimeWindow, trace_filter: TraceFilter) -> AsyncIterator[TraceRoot]:
         """Traces whose root starts in ``window`` and match the filter, each once, newest first (v4)."""

@@ -228,9 +228,7 @@ class TraceSource(SourceBase):
     def id_reads(self) -> IdReads | None:
         """How many traces one id-filtered read holds (v4's trace scanner), or None (count by
         :data:`MAX_IDS_PER_SCAN`)."""
-        scanner = getattr(self.client.reads, "scanner", None)
-        id_reads = getattr(scanner, "id_reads", None)
-        return id_reads if isinstance(id_reads, IdReads) else None
+        return self.client.reads.id_reads
 
     def read_groups(self, todo: Sequence[TraceRoot], tick: Tick) -> list[ReadGroup]:
         """``todo`` (new traces) and the re-checks due, in batches of whole reads (as many traces as one

@@ -52,7 +52,7 @@ from trace_scorer.langfuse.reads.rows import (
     v3_trace_root_row,
     v3_trace_rows,
 )
-from trace_scorer.langfuse.reads.trace_scan import ANSWER_TOO_LARGE, OversizedTrace, TraceScanner, over_cap
+from trace_scorer.langfuse.reads.trace_scan import ANSWER_TOO_LARGE, IdReads, OversizedTrace, TraceScanner, over_cap
 from trace_scorer.langfuse.server.capabilities import ServerCapabilities
 from trace_scorer.langfuse.types import (
     Dataset,
@@ -86,6 +86,8 @@ UNKNOWN_SERVER = ServerCapabilities(None)
 class V3Reader:
     #: Legacy ingestion shows a trace from its first event on (its end time comes later).
     rows_appear_at_end = False
+    #: Legacy reads ask for traces one at a time or by window, never by a list of ids.
+    id_reads: IdReads | None = None
     #: A run's ``item_count`` is its total (not within a window): an unchanged count means no new item.
     item_counts_are_totals = True
 

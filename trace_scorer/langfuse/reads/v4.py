@@ -93,6 +93,11 @@ class V4Reader:
     #: appears only once the trace's root ended, however long ago it started.
     rows_appear_at_end = True
 
+    @property
+    def id_reads(self) -> IdReads:
+        """How many traces one ``traceId any of`` read holds: the trace scanner's measure."""
+        return self.scanner.id_reads
+
     def __init__(
         self,
         *,
