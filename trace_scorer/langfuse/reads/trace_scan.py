@@ -91,11 +91,12 @@ class IdReads:
         url_length: Callable[[Sequence[str]], int],
         budget: int = URL_BUDGET,
         page_rows: Callable[[], int] | None = None,
+        max_ids: int = MAX_IDS_PER_READ,
     ) -> None:
         self._url_length = url_length
         self._page_rows = page_rows
         self.budget = budget
-        self.max_ids = MAX_IDS_PER_READ
+        self.max_ids = max_ids
         #: Rows and traces of the id-filtered reads so far (each trace's rows, duplicates included).
         self.rows_read = 0
         self.traces_read = 0
@@ -165,9 +166,8 @@ class TraceScanner:
     ) -> None:
         self._pages = pages
         self._pages_of = pages_of
-        self.id_reads = id_reads or IdReads(lambda ids: 0, budget=0)
-        if id_reads is None:
-            self.id_reads.max_ids = MAX_IDS_PER_SCAN
+        # Without a measure of the URL (a source built for tests), a read holds MAX_IDS_PER_SCAN ids.
+        self.id_reads = id_reads or IdReads(lambda ids: 0, max_ids=MAX_IDS_PER_SCAN)
         self._fetch_one = fetch_one
         self._max_rows = max_rows
         self._max_rows_per_trace = max_rows_per_trace
