@@ -104,6 +104,11 @@ class TraceRoot:
     metadata: Mapping[str, Any]
     #: The root row itself (v4 shape).
     row: Row
+    #: Every root row of the trace the listing that made this one held (a trace can have several), each
+    #: with the fields a read of the trace's rows returns: its rows are then read without their roots
+    #: (issue #29: a root read once, in the listing). None: not known (a root made from a stored row,
+    #: or listed without its input and output), so a read of the trace reads its roots too.
+    listed_roots: tuple[Row, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

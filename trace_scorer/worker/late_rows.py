@@ -23,7 +23,7 @@ are scored again once after it (what they were scored from is not known), an ove
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import structlog
@@ -82,6 +82,17 @@ class LateRows:
         for root in roots:
             if root.end_time is not None and now < (due := root.end_time + timedelta(seconds=horizon)):
                 self._waiting.setdefault(root.trace_id, Scored(root, None, now, due))
+
+    def listed(self, roots: Sequence[TraceRoot]) -> None:
+        """Root rows a listing showed: a root of a waiting trace that it was not scored with (a trace's
+        second root, come late) makes its re-check read the trace's roots too (whose rows then changed);
+        otherwise a re-check reads only the children of a trace whose roots the listing read."""
+        for root in roots:
+            scored = self._waiting.get(root.trace_id)
+            if scored is None or (listed := scored.root.listed_roots) is None:
+                continue
+            if all(row.get("id") != root.observation_id for row in listed):
+                self._waiting[root.trace_id] = replace(scored, root=replace(scored.root, listed_roots=None))
 
     def ready(self, now: datetime) -> list[TraceRoot]:
         """All the traces whose horizon has passed, the earliest first: a tick's reads take what they have

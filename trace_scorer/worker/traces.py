@@ -406,6 +406,7 @@ class TraceSource(SourceBase):
             a failed trace is the retry path's. Neither is held, nor counts towards ``max_window_traces``.
             The same holds for a root that ended before this process's previous listing: listed again
             within the fresh listing's margin, it was seen then."""
+            self.late_rows.listed(roots)  # a late second root of a trace waiting for its re-check
             seen_before = self.listed_at if ended_since is not None else None
             behind = [
                 r.trace_id

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -479,6 +480,12 @@ async def test_a_scan_of_a_few_traces_among_many_reads_only_their_rows(
     assert len(calls) == 1  # 200 short ids fit one request line: one page (the other 200 traces never read)
 
 
+def ids_asked(call: Any) -> list[str]:
+    """The trace ids of an id-filtered read (its ``traceId any of`` condition)."""
+    conditions = json.loads(call.request.url.params["filter"])
+    return list(next(c["value"] for c in conditions if c["column"] == "traceId"))
+
+
 def request_line(call: Any) -> int:
     """Bytes of the request line as sent (``GET <path?query> HTTP/1.1``)."""
     return len(b"GET " + call.request.url.raw_path + b" HTTP/1.1\r\n")
@@ -504,7 +511,7 @@ async def test_a_read_holds_as_many_trace_ids_as_fit_its_request_line_whatever_t
         assert sorted(got) == sorted(ids)
         calls = v4.calls_to(*OBS)
         assert all(c.status == 200 for c in calls) and all(request_line(c) <= 8 * 1024 for c in calls)
-        per_read[name] = max(len(json.loads(c.request.url.params["filter"])[-1]["value"]) for c in calls)
+        per_read[name] = max(len(ids_asked(c)) for c in calls)
     assert per_read["hex"] > per_read["uuid"] and per_read["hex"] > 150  # 150: the fixed count before
 
 
@@ -524,10 +531,74 @@ async def test_a_read_refused_as_too_long_is_asked_again_with_half_the_ids_and_l
     assert sorted(got) == sorted(ids)  # each trace once, all rows read
     statuses = [c.status for c in v4.calls_to(*OBS)]
     assert statuses[0] == 414 and statuses.count(414) == 1
-    refused = len(json.loads(v4.calls_to(*OBS)[0].request.url.params["filter"])[-1]["value"])
+    refused = len(ids_asked(v4.calls_to(*OBS)[0]))
     assert reader(client).scanner.id_reads.max_ids == refused // 2
 
     v4.calls.clear()
     assert len([t async for t in client.reads.fetch_traces(listed)]) == len(ids)
     assert all(c.status == 200 for c in v4.calls_to(*OBS))
-    assert max(len(json.loads(c.request.url.params["filter"])[-1]["value"]) for c in v4.calls_to(*OBS)) <= refused // 2
+    assert max(len(ids_asked(c)) for c in v4.calls_to(*OBS)) <= refused // 2
+
+
+def filters_of(v4: InProcessLangfuse) -> list[list[dict[str, Any]]]:
+    return [json.loads(c.request.url.params["filter"]) for c in v4.calls_to(*OBS)]
+
+
+async def test_the_roots_a_listing_read_are_not_read_again_with_their_traces_rows(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    """Issue #29: the listing asks for every field a read of a trace's rows returns, so a read of the
+    traces it found leaves their roots out (``isRootObservation = false``) — and hands on the very rows a
+    read of the whole traces gives: each root (both of a trace with two), without the listing's
+    ``trace_context`` fields, newest version."""
+    rows = [
+        row
+        for n in range(30)
+        for row in (
+            root(f"t{n}", 10 + n, tags=["a"], trace_name="agent-run", input={"q": n}, output={"a": n}),
+            child(f"t{n}", 1, 11 + n),
+            child(f"t{n}", 2, 11.5 + n),
+        )
+    ]
+    second = f.observation("t3-second", "t3", at(13.2), end=at(13.4), root=True, type="GENERATION", model="m")
+    newer = root("t4", 14, input={"q": "newer"}, updated=at(500))
+    v4.add_rows(*rows, second, newer)
+    client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, page_size=1000)
+    listed = await roots_of(client)
+    assert all(r.listed_roots is not None for r in listed)
+    assert {row["id"] for r in listed if r.trace_id == "t3" for row in r.listed_roots or ()} == {"t3-root", "t3-second"}
+
+    v4.calls.clear()
+    got = {t.trace_id: t.rows async for t in client.reads.fetch_traces(listed)}
+    conditions = filters_of(v4)
+    assert conditions and all(
+        {"type": "boolean", "column": "isRootObservation", "operator": "=", "value": False} in c for c in conditions
+    )
+    v4.calls.clear()
+    whole = {
+        t.trace_id: t.rows async for t in client.reads.fetch_traces([replace(r, listed_roots=None) for r in listed])
+    }
+    assert not any(c["column"] == "isRootObservation" for conditions in filters_of(v4) for c in conditions)
+    assert got == whole and len(got) == 30
+    assert [r["id"] for r in got["t3"]] == ["t3-root", "t3-second", "t3-obs1", "t3-obs2"]
+    assert json.loads(next(r for r in got["t4"] if r["id"] == "t4-root")["input"]) == {"q": "newer"}
+    assert all("tags" not in r and "traceName" not in r for rows_ in got.values() for r in rows_)
+
+
+async def test_a_listing_filtered_on_metadata_leaves_the_roots_to_the_read(
+    v4: InProcessLangfuse, make_client: MakeClient
+) -> None:
+    """A metadata condition holds per root row, so a trace's second root may not be listed: the read of
+    the trace then reads its roots too."""
+    v4.add_rows(
+        root("t1", 10, metadata={"team": "x"}),
+        f.observation("t1-second", "t1", at(12), end=at(13), root=True, type="SPAN"),
+        child("t1", 1, 11),
+    )
+    client = make_client(ApiGeneration.V4, per_trace_fetch_max=0, page_size=1000)
+    (listed,) = await roots_of(client, trace_filter=TraceFilter(metadata={"team": "x"}))
+    assert listed.listed_roots is None
+    v4.calls.clear()
+    got = {t.trace_id: t.rows async for t in client.reads.fetch_traces([listed, replace(listed, trace_id="t9")])}
+    assert not any(c["column"] == "isRootObservation" for conditions in filters_of(v4) for c in conditions)
+    assert sorted(r["id"] for r in got["t1"]) == ["t1-obs1", "t1-root", "t1-second"]

@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from tests.support import langfuse_factories as f
 from tests.support.clocks import FakeClock
 from tests.support.langfuse_inprocess import InProcessLangfuse
 from tests.support.worker import Harness, MakeHarness, agent_trace, traces_target
@@ -92,6 +93,32 @@ async def test_a_child_visible_after_its_trace_was_scored_is_scored_again_with_t
     await ticks(h, context, clock)
     assert (reads_of(v4, "t-ok"), reads_of(v4, "t-late")) == reads
     assert posts_of(v4, "t-ok") == 4 and posts_of(v4, "t-late") == 8
+
+
+async def test_a_second_root_visible_after_its_trace_was_scored_is_read_again_with_the_trace(
+    harness: MakeHarness, v4: InProcessLangfuse, clock: FakeClock
+) -> None:
+    """The re-check reads a trace's children only (the listing read its roots), so a second parentless
+    span that comes late is seen by a later listing: its trace's re-check then reads the roots too, and
+    the trace is scored again (the same score ids)."""
+    h, context = await listed(harness)
+    start = clock.now() - timedelta(seconds=20)
+    # Three traces: more than ``per_trace_fetch_max``, so they are read by ``traceId any of``.
+    v4.add_rows(*agent_trace("t-two", start), *agent_trace("t-one", start), *agent_trace("t-three", start))
+    clock.elapsed += 1
+    assert (await h.tick(context)).scored == 3
+    before = scores_of(v4, "t-two")
+
+    second = f.observation(
+        "t-two-second", "t-two", start + timedelta(seconds=1), end=start + timedelta(seconds=4), root=True, name="extra"
+    )
+    v4.add_rows(second)
+    await ticks(h, context, clock, n=8)
+    assert posts_of(v4, "t-two") == 8 and posts_of(v4, "t-one") == 4  # scored again; the others only once
+    assert {name: i for name, (i, _) in scores_of(v4, "t-two").items()} == {name: i for name, (i, _) in before.items()}
+    assert len(v4.scores) == 12
+    checks = [c for c in id_reads(v4) if "t-one" in c]
+    assert len(checks) == 2  # scored, then read again once
 
 
 async def test_a_trace_scored_after_the_horizon_is_not_read_again(

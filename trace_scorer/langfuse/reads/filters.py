@@ -31,12 +31,15 @@ def _window_conditions(window: TimeWindow) -> list[dict[str, Any]]:
     ]
 
 
-def v4_trace_rows_query(window: TimeWindow, trace_ids: Sequence[str]) -> dict[str, Any]:
-    """Arguments for the observations of these traces starting in ``window`` (``traceId any of``)."""
+def v4_trace_rows_query(window: TimeWindow, trace_ids: Sequence[str], *, children_only: bool = False) -> dict[str, Any]:
+    """Arguments for the observations of these traces starting in ``window`` (``traceId any of``);
+    ``children_only``: without their root rows (``isRootObservation = false``: the listing read them)."""
     conditions = [
         *_window_conditions(window),
         {"type": "stringOptions", "column": "traceId", "operator": "any of", "value": list(trace_ids)},
     ]
+    if children_only:
+        conditions.append({"type": "boolean", "column": "isRootObservation", "operator": "=", "value": False})
     return {
         "from_start_time": window.start,
         "to_start_time": window.end,

@@ -20,6 +20,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import aclosing, contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -67,13 +68,18 @@ from trace_scorer.langfuse.types import (
 
 log = structlog.get_logger(__name__)
 
-#: Field groups of root rows: what sources filter and sample on, plus the trace's input/output.
-ROOT_FIELDS = "core,basic,time,io,metadata,trace_context"
+#: Field groups of a trace's rows: what extraction reads (tool calls, messages, models, tokens and cost).
+BODY_FIELDS = "core,basic,time,io,metadata,model,usage"
+#: Field groups of root rows: what sources filter and sample on (the trace's name, tags, release), and all
+#: a read of the trace's rows would return of them, so that the read leaves them out (issue #29).
+ROOT_FIELDS = BODY_FIELDS + ",trace_context"
+#: The fields of the ``trace_context`` group: taken out of a listed root row that stands in for its read.
+TRACE_CONTEXT_KEYS = ("tags", "release", "traceName")
 #: A root row too large to read with its input and output: listed without them (its trace's own read
 #: then meets the same row and skips the trace).
 SLIM_ROOT_FIELDS = "core,basic,time,metadata,trace_context"
-#: Field groups of a trace's rows: what extraction reads (tool calls, messages, models, tokens and cost).
-BODY_FIELDS = "core,basic,time,io,metadata,model,usage"
+#: The key a root row listed with :data:`SLIM_ROOT_FIELDS` is marked with: it cannot stand in for its read.
+LISTED_SLIM = "_listedSlim"
 EXPERIMENT_FIELDS = "core,metadata"
 EXPERIMENT_ITEM_FIELDS = "core,dataset,io,metadata,itemMetadata"
 #: Observation pages are not made smaller than this when Langfuse answers 422 (a read too heavy).
@@ -198,9 +204,12 @@ class V4Reader:
                         "langfuse.answer_too_large", endpoint=error.endpoint, page_size=1, fields=slim["fields"]
                     )
                     body = (await self._transport.plain(OBSERVATIONS_V2, OBSERVATIONS_V2.path, params=slim)).body
-                    if slim_fields is None and isinstance(body, Mapping):
+                    if isinstance(body, Mapping):
                         for row in body.get("data") or []:
-                            row[TOO_LARGE_ROW] = error.limit
+                            if slim_fields is None:
+                                row[TOO_LARGE_ROW] = error.limit
+                            else:
+                                row[LISTED_SLIM] = True
                     limit = self.page_size  # past that row, whole pages again
                     return body
                 except LangfuseHTTPError as error:
@@ -221,16 +230,20 @@ class V4Reader:
             BODY_FIELDS, from_start_time=window.start, to_start_time=window.end, filter=row_filter
         )
 
-    def _trace_pages(self, window: TimeWindow, trace_ids: Sequence[str]) -> AsyncGenerator[list[Row], None]:
-        """The rows of these traces starting in ``window`` (the structured filter's ``traceId any of``)."""
-        query = v4_trace_rows_query(window, trace_ids)
+    def _trace_pages(
+        self, window: TimeWindow, trace_ids: Sequence[str], children_only: bool = False
+    ) -> AsyncGenerator[list[Row], None]:
+        """The rows of these traces starting in ``window`` (the structured filter's ``traceId any of``);
+        ``children_only``: without their roots (the listing read them)."""
+        query = v4_trace_rows_query(window, trace_ids, children_only=children_only)
         return self._observation_pages(BODY_FIELDS, **query)
 
     def _trace_rows_url_length(self, trace_ids: Sequence[str]) -> int:
         """Bytes of the URL (path and query, as httpx encodes them) of a first page of
-        :meth:`_trace_pages` for these ids; the window's times have a fixed length."""
+        :meth:`_trace_pages` for these ids (the longer, children-only query); the window's times have a
+        fixed length."""
         now = self._clock.now()
-        query = v4_trace_rows_query(TimeWindow(now - self._slack, now), trace_ids)
+        query = v4_trace_rows_query(TimeWindow(now - self._slack, now), trace_ids, children_only=True)
         params = {"fields": BODY_FIELDS, "expandMetadata": self._expand_metadata, "limit": str(self.page_size)}
         for name, value in query.items():
             params[_camel(name)] = serialize_datetime(value) if isinstance(value, datetime) else value
@@ -258,13 +271,18 @@ class V4Reader:
         ``max_traces`` of the earliest, none that ``known`` names.
 
         A trace can have several root rows (several parentless spans, or an app root under a remote
-        parent): the earliest (then the smallest id) stands for the trace, whatever the page order.
+        parent): the earliest (then the smallest id) stands for the trace, whatever the page order; all
+        of them, with every field a read of the trace's rows returns, are its ``listed_roots`` (a read of
+        its rows then leaves them out) — unless the filter has a metadata condition, which each root row
+        may or may not meet, or one was listed without its input and output.
         The filter is checked on our side too (:func:`root_matches`).
 
         Rows come newest first, so the earliest ``max_traces`` are known only at the end: whenever more are
         held, the newest are dropped and the listing's end moves to the earliest start among them (rows
         still to come are older). Memory stays at ``max_traces`` roots and a page, whatever the window."""
         roots: dict[str, TraceRoot] = {}
+        #: Every root row listed of each trace held (by row id): they stand in for the roots' reads.
+        root_rows: dict[str, dict[str, Row]] = {}
         end = window.end
         deduper = StreamDeduper[TraceRoot]()
 
@@ -274,6 +292,7 @@ class V4Reader:
             for root in fresh:
                 if root.trace_id in done:
                     continue
+                root_rows.setdefault(root.trace_id, {})[root.observation_id] = root.row
                 held = roots.get(root.trace_id)
                 if held is None or (root.start_time, root.observation_id) < (held.start_time, held.observation_id):
                     roots[root.trace_id] = root
@@ -284,11 +303,17 @@ class V4Reader:
             keep(deduper.push(map(trace_root_from_row, page)))
             if max_traces and len(roots) > max_traces:
                 end, roots = _earliest(roots, max_traces, window.start, end)
+                _drop_all_but(root_rows, roots)
         keep(deduper.flush())
         if max_traces and len(roots) > max_traces:
             end, roots = _earliest(roots, max_traces, window.start, end)
-        ordered = sorted(roots.values(), key=lambda r: (r.start_time, r.trace_id), reverse=True)
-        return RootListing([root for root in ordered if root_matches(root, trace_filter)], end)
+        ordered = [root for root in roots.values() if root_matches(root, trace_filter)]
+        ordered.sort(key=lambda r: (r.start_time, r.trace_id), reverse=True)
+        # A metadata condition is checked on each root row (a trace's second root may lack the key): then
+        # the listing may not hold all of a trace's roots, and reads read them.
+        if not trace_filter.metadata:
+            ordered = [with_listed_roots(root, root_rows[root.trace_id]) for root in ordered]
+        return RootListing(ordered, end)
 
     async def fetch_trace(self, root: TraceRoot, row_filter: str | None = None) -> TraceRows:
         """One trace's rows, with ``traceId=…`` (bounded by the root's times ± slack, as Langfuse asks);
@@ -455,6 +480,21 @@ def _experiment(row: Mapping[str, Any]) -> Experiment:
         description=row.get("description"),
         metadata=_mapping(row.get("metadata")),
     )
+
+
+def with_listed_roots(root: TraceRoot, rows: Mapping[str, Row]) -> TraceRoot:
+    """``root`` with the trace's listed root rows as a read of its rows returns them (without the
+    ``trace_context`` fields); none if one was listed without its input and output."""
+    if any(LISTED_SLIM in row for row in rows.values()):
+        return root
+    body_rows = tuple({k: v for k, v in row.items() if k not in TRACE_CONTEXT_KEYS} for row in rows.values())
+    return replace(root, listed_roots=body_rows)
+
+
+def _drop_all_but(rows: dict[str, dict[str, Row]], kept: Mapping[str, TraceRoot]) -> None:
+    """Forget the root rows of traces the listing no longer holds (memory stays at what it holds)."""
+    for trace_id in [t for t in rows if t not in kept]:
+        del rows[trace_id]
 
 
 def _earliest(
