@@ -68,6 +68,9 @@ def test_score_and_event_ids_are_the_uuid5_of_the_standard_library() -> None:
 
     for name in ["", "score\x1ft-1\x1f\x1f\x1frouge", "Réservé ✓ 😀" * 9, "\x00\x7f"]:
         assert ids._uuid5(name) == str(uuid.uuid5(SCORE_ID_NAMESPACE, name))
+    # Enough names for each of the 16 values of the digit the variant is set on, and of the version's.
+    names = [f"score\x1ft-{n}\x1f\x1f\x1frouge" for n in range(400)]
+    assert [ids._uuid5(name) for name in names] == [str(uuid.uuid5(SCORE_ID_NAMESPACE, name)) for name in names]
     session = ScoreSubject.session("chat-1")
     assert ids.score_id(session, "m") == str(
         uuid.uuid5(SCORE_ID_NAMESPACE, "\x1f".join(("score", "session", "chat-1", "m")))
