@@ -22,6 +22,12 @@ def parse_timestamp(value: str) -> datetime:
 def parse_time(value: Any) -> datetime | None:
     """Lenient :func:`parse_timestamp`: a datetime (made aware) or an ISO 8601 string → an aware
     datetime; anything else, including a string that is not a time, → None."""
+    if type(value) is str and value:  # Langfuse's times (two a row): parsed here, without a second call
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     if isinstance(value, str) and value:

@@ -71,10 +71,11 @@ def read_facts(ordered: list[Observation], root: Observation | None) -> TraceFac
     declared: dict[str, DeclaredTool] | None = None
     tokens: list[int] = []
     costs: list[float] = []
+    read: list[Any] = []
     for observation in ordered:
         if observation.type != "GENERATION":
             continue
-        found = _declared_tools(observation)
+        found = _declared_tools(observation, read)
         if found is not None:
             declared = declared if declared is not None else {}
             for tool in found:
@@ -95,25 +96,39 @@ def read_facts(ordered: list[Observation], root: Observation | None) -> TraceFac
 # -- declared tools -------------------------------------------------------------------------------------
 
 
-def _declared_tools(observation: Observation) -> list[DeclaredTool] | None:
-    """The tools this generation declared; None when it says nothing about tools."""
+def _declared_tools(observation: Observation, read: list[Any]) -> list[DeclaredTool] | None:
+    """The tools this generation declared; None when it says nothing about tools. ``read``: the
+    definition lists read before in the trace (see :func:`_unread_definitions`)."""
     found: list[DeclaredTool] | None = None
     value = observation.input
     if isinstance(value, _MAPPING):
         for key in _TOOL_LIST_KEYS:
             if key in value:
-                found = (found or []) + _definitions(value[key])
+                found = (found or []) + _unread_definitions(value[key], read)
     messages = value.get("messages") if isinstance(value, _MAPPING) else value
     if isinstance(messages, list):
         # LangChain's CallbackHandler: {"role": "tool", "content": <definition>} appended to the input.
         listed = [m["content"] for m in messages[-MAX_TOOLS:] if _is_definition_message(m)]
         if listed:
-            found = (found or []) + _definitions(listed)
+            found = (found or []) + _unread_definitions(listed, read)
     for key in _TOOL_METADATA_KEYS:
         listed = _attribute(observation.metadata, key)
         if listed is not None:
-            found = (found or []) + _definitions(listed)
+            found = (found or []) + _unread_definitions(listed, read)
     return found
+
+
+def _unread_definitions(value: Any, read: list[Any]) -> list[DeclaredTool]:
+    """:func:`_definitions` of ``value``, or none when a value equal to it was read before in the trace
+    (every generation repeats its tools): the same names again, and of each name the first one read is
+    kept (:func:`read_facts`), so reading it again would add nothing."""
+    try:
+        if any(value == before for before in read):
+            return []
+    except RecursionError:  # nested too deep to compare: read it
+        pass
+    read.append(value)
+    return _definitions(value)
 
 
 def _attribute(metadata: Mapping[str, Any], key: str) -> Any:
@@ -233,13 +248,13 @@ def _tokens(row: Mapping[str, Any]) -> int | None:
     for key in ("usageDetails", "usage"):
         usage = row.get(key)
         if isinstance(usage, _MAPPING) and usage:
-            counts = {k: v for k, v in usage.items() if _is_count(v)}
             if _is_count(usage.get("total")):
                 return int(usage["total"])
             if _is_count(usage.get("totalTokens")):
                 return int(usage["totalTokens"])
+            counts = [v for v in usage.values() if _is_count(v)]  # no total given: the sum of the counts
             if counts:
-                return int(sum(counts.values()))
+                return int(sum(counts))
     for key in ("totalTokens", "totalUsage"):
         if _is_count(row.get(key)):
             return int(row[key])

@@ -197,6 +197,15 @@ class MessageReader:
         if role is None:
             self.notes.add(f"{where}: message role {short(role_value)} not recognised; message skipped")
             return []
+        if (
+            role != "tool"
+            and len(message) == 2
+            and type(text := message.get("content")) is str
+            and tables.call_keys.isdisjoint(message)
+        ):
+            # Its role (or type) and a text, nothing else: the commonest message (a system prompt, a user
+            # turn), read as the steps below read it, without them.
+            return [Msg(role=role, content=text)]
         tool_call_id = _call_id(message)
         formats = tables.formats
         if role == "tool" and tool_call_id is None and any(fmt.not_a_tool_result(message) for fmt in formats):

@@ -161,10 +161,14 @@ def read_references(
     found: dict[str, Any] = {}
     sources: dict[str, str] = {}
     configured = settings.model_fields_set
+    heads = _heads(document)
     for field_name, reader in READERS.items():
         explicit = field_name in configured
         for path in getattr(settings, field_name):
-            value = resolve(document, path)
+            steps = parse_path(path)
+            if steps and _absent(document, heads, steps[0]):
+                continue  # most default paths: the document has no such part (a worker's has only the trace)
+            value = _walk(document, steps)
             if value is _MISSING or value is None:
                 continue
             try:
@@ -177,6 +181,18 @@ def read_references(
                 if explicit or field_name == "reference_tool_calls":
                     notes.add(f"references.{field_name}: {path} {problem}; not used")
     return found, sources
+
+
+def _heads(document: Mapping[str, Any]) -> frozenset[str]:
+    """The first part of each of the document's keys (``a`` of ``a.b``): a path starting elsewhere
+    finds nothing in it (:func:`_absent`)."""
+    return frozenset(key.partition(".")[0] for key in document if isinstance(key, str))
+
+
+def _absent(document: Mapping[str, Any], heads: frozenset[str], first: PathStep) -> bool:
+    """Whether a path whose first step is ``first`` resolves to nothing in ``document`` without walking
+    it: ``first`` is not one of its keys and no flattened key of it starts with ``first``."""
+    return first not in document and str(first).partition(".")[0] not in heads
 
 
 def describe_unused(expected_output: Any, sources: Mapping[str, str], notes: Notes) -> None:

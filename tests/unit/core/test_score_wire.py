@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from trace_scorer.config.langfuse import LangfuseSettings
 from trace_scorer.langfuse import ScoreSubject, ScoreToPost
+from trace_scorer.langfuse.server.capabilities import ScorePosting
+from trace_scorer.langfuse.types import DeliveryReport
 from trace_scorer.langfuse.writes.ids import SCORE_ID_NAMESPACE, format_timestamp
-from trace_scorer.langfuse.writes.scores import ingestion_event, list_element, wire_json
+from trace_scorer.langfuse.writes.scores import ScorePoster, ingestion_event, list_element, wire_json
 
 METADATA: list[dict[str, Any] | None] = [
     None,
@@ -64,6 +68,9 @@ def test_score_and_event_ids_are_the_uuid5_of_the_standard_library() -> None:
 
     for name in ["", "score\x1ft-1\x1f\x1f\x1frouge", "Réservé ✓ 😀" * 9, "\x00\x7f"]:
         assert ids._uuid5(name) == str(uuid.uuid5(SCORE_ID_NAMESPACE, name))
+    # Enough names for each of the 16 values of the digit the variant is set on, and of the version's.
+    names = [f"score\x1ft-{n}\x1f\x1f\x1frouge" for n in range(400)]
+    assert [ids._uuid5(name) for name in names] == [str(uuid.uuid5(SCORE_ID_NAMESPACE, name)) for name in names]
     session = ScoreSubject.session("chat-1")
     assert ids.score_id(session, "m") == str(
         uuid.uuid5(SCORE_ID_NAMESPACE, "\x1f".join(("score", "session", "chat-1", "m")))
@@ -111,3 +118,20 @@ def test_a_naive_timestamp_is_refused_even_after_an_equal_looking_aware_one() ->
     format_timestamp(datetime(2026, 10, 1, tzinfo=UTC))
     with pytest.raises(ValueError, match="timezone-aware"):
         format_timestamp(datetime(2026, 10, 1))
+
+
+@pytest.mark.parametrize("posting", [ScorePosting.INGESTION, ScorePosting.SCORES_BATCH])
+def test_prepared_scores_are_their_bodies_as_httpx_would_send_them(posting: ScorePosting) -> None:
+    """``prepare`` hands on what it found of the metadata (plain or not): the same bodies and bytes."""
+    poster = ScorePoster(transport=cast(Any, None), settings=LangfuseSettings(), posting=posting)
+    build = ingestion_event if posting is ScorePosting.INGESTION else list_element
+    scores = [
+        dataclasses.replace(_score(metadata, value), subject=ScoreSubject.trace(f"t-{n}-{value}"))
+        for n, metadata in enumerate(METADATA)
+        for value in (0.25, 1e-7)
+    ]
+    prepared = poster.prepare(scores, DeliveryReport())
+    assert [p.score for p in prepared] == scores
+    for item in prepared:
+        assert item.body == build(item.score, None)
+        assert item.wire == json.dumps(item.body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()

@@ -88,6 +88,24 @@ def test_tools_of_several_generations_are_joined_once_per_name() -> None:
     assert [t.name for t in sample.tools or ()] == ["a", "b"]
 
 
+def test_a_repeated_tool_list_keeps_the_first_definition_of_each_name() -> None:
+    """Every generation repeats its tools: a list equal to one read before adds nothing (it is not read
+    again), while a changed list adds its new names and keeps each known name's first definition."""
+    one = {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}
+    changed = {"type": "function", "function": {"name": "a", "parameters": {"type": "object", "x": 1}}}
+    inputs = [
+        {"messages": [], "tools": [one]},
+        {"messages": [], "tools": [one]},  # equal: not read again
+        {"messages": [], "functions": [one]},  # equal under another key: the same names
+        {"messages": [], "tools": [changed, {"name": "b", "parameters": 1.0}]},
+        {"messages": [], "tools": [changed, {"name": "b", "parameters": 1}]},  # == the one before (1 == 1.0)
+    ]
+    generations = [row(f"g{n}", "GENERATION", input=value) for n, value in enumerate(inputs)]
+    sample = extract_sample(trace(*generations))
+    assert [(t.name, t.parameters) for t in sample.tools or ()] == [("a", {"type": "object"}), ("b", 1.0)]
+    assert isinstance((sample.tools or [])[1].parameters, float)
+
+
 def test_hostile_tool_lists_are_read_as_far_as_they_make_sense() -> None:
     hostile = {"messages": [], "tools": [42, "x", {"function": "nope"}, {"name": ""}, {"name": "ok", "parameters": 7}]}
     sample = extract_sample(trace(row("g", "GENERATION", input=hostile)))

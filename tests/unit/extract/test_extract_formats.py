@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from trace_scorer.extract import RAW_ARGUMENTS_KEY, extract_sample
+from trace_scorer.extract.messages import MessageReader, Side
+from trace_scorer.extract.model import Notes
 from trace_scorer.sample import Sample
 
 
@@ -402,3 +406,17 @@ def test_execute_tool_span_name_gives_the_tool_name(make_row):
     ]
     sample = extract_sample(rows)
     assert sample.tool_calls is not None and sample.tool_calls[0].name == "get_forecast"
+
+
+@pytest.mark.parametrize("role", ["system", "user", "assistant", "human", "AI", "developer", "tool", "nobody"])
+@pytest.mark.parametrize("content", ["", "text", None, ["a", {"type": "text", "text": "b"}]])
+@pytest.mark.parametrize("side", ["input", "output"])
+def test_a_message_of_role_and_text_reads_as_one_with_more_keys(role: str, content: Any, side: Side) -> None:
+    """A role and a text alone are read without the general steps (the commonest message): the same
+    messages and notes as the same message with a key nothing reads, which takes those steps."""
+    plain, fuller = Notes(), Notes()
+    read = MessageReader(plain).read_message({"role": role, "content": content}, side, "here")
+    full = MessageReader(fuller).read_message({"role": role, "content": content, "unread": 1}, side, "here")
+    assert read == full and plain.as_list() == fuller.as_list()
+    by_type = MessageReader(Notes()).read_message({"type": role, "content": content}, side, "here")
+    assert by_type == MessageReader(Notes()).read_message({"type": role, "content": content, "x": 1}, side, "here")

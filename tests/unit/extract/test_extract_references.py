@@ -9,7 +9,8 @@ from trace_scorer.config import load_settings
 from trace_scorer.config.common import ConfigError
 from trace_scorer.config.references import ReferenceSettings, parse_path
 from trace_scorer.extract import extract_sample
-from trace_scorer.extract.references import resolve
+from trace_scorer.extract.model import Notes
+from trace_scorer.extract.references import read_references, resolve
 
 
 def test_path_syntax():
@@ -55,6 +56,22 @@ def test_resolve_steps_into_json_strings():
     assert resolve(document, "$.list[-1]") == 3
     missing = resolve(document, "$.list[7]")
     assert missing is resolve(document, "$.nope")  # the same "not found" marker
+
+
+def test_paths_find_flattened_keys_at_the_top_of_the_document():
+    """A path whose first step is not a key of the document still finds a flattened key starting with
+    it (v4 flattens nested metadata to dotted keys); a first step found nowhere finds nothing."""
+    settings = ReferenceSettings(
+        expected=["$.nowhere.answer", "$.expectedOutput.answer"],
+        reference=['$["a.b"].c'],
+        reference_topics=["$.trace.metadata.topics"],
+    )
+    document = {"expectedOutput.answer": "42", "a.b.c": "goal", "trace.metadata.topics": '["x"]'}
+    found, sources = read_references(document, settings, Notes())
+    assert found == {"expected": "42", "reference": "goal", "reference_topics": ["x"]}
+    assert sources["expected"] == "$.expectedOutput.answer"
+    whole = ReferenceSettings(expected=["$"], reference=[], reference_tool_calls=[], reference_topics=[])
+    assert read_references({"x": 1}, whole, Notes())[0] == {}  # "$" is the document itself: not text
 
 
 def test_defaults_string_expected_output(make_row):

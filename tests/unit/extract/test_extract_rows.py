@@ -141,6 +141,16 @@ def test_one_time_parser_reads_z_offsets_and_fractions_of_any_length():
     with pytest.raises(ValueError):
         parse_timestamp("yesterday")
 
+    class Text(str):
+        pass
+
+    for text in ("2026-03-01T12:00:00+02:00", "2026-03-01T10:00:00"):  # a string, or a subclass: the same
+        for given in (text, Text(text)):
+            parsed = parse_time(given)
+            assert parsed == parse_timestamp(text) and parsed is not None
+            assert parsed.tzinfo == parse_timestamp(text).tzinfo  # the offset given kept
+    assert parse_time(Text("")) is None and parse_time(Text("yesterday")) is None
+
 
 def test_extraction_and_the_langfuse_adapter_keep_the_same_row(make_row):
     """One rule (trace_scorer.data.rows.replaces) for both de-duplicators."""

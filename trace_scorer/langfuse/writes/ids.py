@@ -28,15 +28,17 @@ _SEP = "\x1f"
 _NAMESPACE_BYTES = SCORE_ID_NAMESPACE.bytes
 
 
+#: The RFC 4122 variant set on a hex digit holding the top four bits of byte 8 (``10xx``).
+_VARIANT = {digit: format((int(digit, 16) & 0x3) | 0x8, "x") for digit in "0123456789abcdef"}
+
+
 def _uuid5(name: str) -> str:
-    """``str(uuid.uuid5(SCORE_ID_NAMESPACE, name))``, the same text in a third of the time (two per
+    """``str(uuid.uuid5(SCORE_ID_NAMESPACE, name))``, the same text in a quarter of the time (two per
     score posted; ``uuid.UUID`` checks and converts through an integer): SHA-1 of namespace and name,
-    the first 16 bytes, version 5 and the RFC 4122 variant set, as ``uuid.uuid5`` does."""
-    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50
-    digest[8] = (digest[8] & 0x3F) | 0x80
-    text = digest.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    the first 16 bytes, version 5 and the RFC 4122 variant set, as ``uuid.uuid5`` does, on the digest's
+    hex digits (digit 12 is byte 6's top four bits, the version; digit 16 byte 8's, the variant)."""
+    text = hashlib.sha1(_NAMESPACE_BYTES + name.encode()).hexdigest()
+    return f"{text[:8]}-{text[8:12]}-5{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:32]}"
 
 
 def score_id(subject: ScoreSubject, name: str) -> str:

@@ -20,8 +20,9 @@ ENVIRONMENT_PATTERN = re.compile(r"^(?!langfuse)[a-z0-9_-]+$")
 TEXT_MAX_CHARS = 500
 
 
-def validate_score(score: ScoreToPost, config: ScoreConfig | None) -> list[str]:
-    """Every problem with ``score`` (empty: fine to send), checked against its config if any."""
+def validate_score(score: ScoreToPost, config: ScoreConfig | None, *, metadata_plain: bool = False) -> list[str]:
+    """Every problem with ``score`` (empty: fine to send), checked against its config if any.
+    ``metadata_plain``: its metadata already found plain (:func:`jsonbytes.plain`: JSON for sure)."""
     problems: list[str] = []
     subject = score.subject
     if subject.observation_id is not None and subject.trace_id is None:
@@ -43,7 +44,7 @@ def validate_score(score: ScoreToPost, config: ScoreConfig | None) -> list[str]:
     problems += _value_problems(score)
     if config is not None:
         problems += _config_problems(score, config)
-    if score.metadata is not None and not jsonbytes.plain(score.metadata):  # plain: JSON for sure
+    if score.metadata is not None and not metadata_plain and not jsonbytes.plain(score.metadata):
         try:
             json.dumps(dict(score.metadata), allow_nan=False)
         except (TypeError, ValueError) as error:

@@ -131,9 +131,14 @@ def wire_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     the stored one, so a nested object would keep keys a re-score dropped; a text leaf is replaced whole.
     (Langfuse stores score metadata values as strings anyway.)"""
     return {
-        key: json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, dict | list) else value
+        # Text and null first, without the union's isinstance check: the worker's metadata is all text.
+        key: value if type(value) is str or value is None or not isinstance(value, dict | list) else _text(value)
         for key, value in metadata.items()
     }
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def score_fields(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
@@ -142,24 +147,51 @@ def score_fields(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
     The subject's absent parts are left out (Langfuse requires exactly one subject); ``comment`` and
     ``metadata`` are always sent, ``null`` when empty, so a re-post overwrites what an earlier post left.
     """
-    subject = {
-        "traceId": score.subject.trace_id,
-        "observationId": score.subject.observation_id,
-        "datasetRunId": score.subject.dataset_run_id,
-        # A session score posted on one of its traces (2.x) names the session in its metadata only.
-        "sessionId": score.subject.session_id if score.subject.trace_id is None else None,
-    }
-    optional = {"environment": score.environment, "configId": config_id}
-    return {
-        "id": score.id,
-        **{key: value for key, value in subject.items() if value is not None},
-        "name": score.name,
-        "value": _wire_value(score),
-        "dataType": score.data_type,
-        "comment": score.comment,
-        "metadata": wire_metadata(score.metadata) if score.metadata is not None else None,
-        **{key: value for key, value in optional.items() if value is not None},
-    }
+    fields = _fields(score, config_id)
+    if score.metadata is not None:
+        fields["metadata"] = wire_metadata(score.metadata)
+    return fields
+
+
+def _fields(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
+    """:func:`score_fields` with ``metadata`` null (set in its place after: the keys keep their order).
+    Field by field, in the order sent (every score posted comes through here)."""
+    subject = score.subject
+    fields: dict[str, Any] = {"id": score.id}
+    if subject.trace_id is not None:
+        fields["traceId"] = subject.trace_id
+    if subject.observation_id is not None:
+        fields["observationId"] = subject.observation_id
+    if subject.dataset_run_id is not None:
+        fields["datasetRunId"] = subject.dataset_run_id
+    # A session score posted on one of its traces (2.x) names the session in its metadata only.
+    if subject.session_id is not None and subject.trace_id is None:
+        fields["sessionId"] = subject.session_id
+    fields["name"] = score.name
+    fields["value"] = _wire_value(score)
+    fields["dataType"] = score.data_type
+    fields["comment"] = score.comment
+    fields["metadata"] = None
+    if score.environment is not None:
+        fields["environment"] = score.environment
+    if config_id is not None:
+        fields["configId"] = config_id
+    return fields
+
+
+def _plain_fields(
+    score: ScoreToPost, config_id: str | None, metadata_plain: bool | None
+) -> tuple[dict[str, Any], bool]:
+    """:func:`score_fields` and whether they are plain (:func:`jsonbytes.plain`). ``metadata_plain``: the
+    score's metadata known plain or not (None: not known). Plain metadata stays plain on the wire (its
+    nested values become text), so it is not walked a second time."""
+    fields = _fields(score, config_id)
+    plain = jsonbytes.plain(fields)  # the metadata null here
+    if score.metadata is not None:
+        metadata = fields["metadata"] = wire_metadata(score.metadata)
+        if plain and not metadata_plain:
+            plain = jsonbytes.plain(metadata)
+    return fields, plain
 
 
 def list_element(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
@@ -167,10 +199,11 @@ def list_element(score: ScoreToPost, config_id: str | None) -> dict[str, Any]:
     return _list_element(score, config_id)[0]
 
 
-def _list_element(score: ScoreToPost, config_id: str | None) -> tuple[dict[str, Any], bool]:
+def _list_element(
+    score: ScoreToPost, config_id: str | None, metadata_plain: bool | None = None
+) -> tuple[dict[str, Any], bool]:
     """:func:`list_element` and whether it is plain (:func:`jsonbytes.plain`: its timestamp is text)."""
-    fields = score_fields(score, config_id)
-    plain = jsonbytes.plain(fields)
+    fields, plain = _plain_fields(score, config_id, metadata_plain)
     fields["timestamp"] = serialize_datetime(normalize_timestamp(score.timestamp))
     return fields, plain
 
@@ -180,11 +213,12 @@ def ingestion_event(score: ScoreToPost, config_id: str | None) -> dict[str, Any]
     return _ingestion_event(score, config_id)[0]
 
 
-def _ingestion_event(score: ScoreToPost, config_id: str | None) -> tuple[dict[str, Any], bool]:
+def _ingestion_event(
+    score: ScoreToPost, config_id: str | None, metadata_plain: bool | None = None
+) -> tuple[dict[str, Any], bool]:
     """:func:`ingestion_event` and whether it is plain: its body is checked once for the id's JSON and
     the event's (the envelope's other fields are text)."""
-    body = score_fields(score, config_id)
-    plain = jsonbytes.plain(body)
+    body, plain = _plain_fields(score, config_id, metadata_plain)
     timestamp = format_timestamp(score.timestamp)
     canonical = _canonical({"timestamp": timestamp, "body": body}, plain=plain)
     event = {
@@ -273,14 +307,15 @@ class ScorePoster:
                 report.rejected.append(RejectedScore(score, "superseded by a later score with the same id", "client"))
                 continue
             config = self._config_for(score)
-            problems = validate_score(score, config)
+            metadata_plain = score.metadata is not None and jsonbytes.plain(score.metadata)
+            problems = validate_score(score, config, metadata_plain=metadata_plain)
             if problems:
                 report.rejected.append(RejectedScore(score, "; ".join(problems), "client"))
                 continue
             config_id = score.config_id or (config.id if config is not None else None)
             if self.exclusive_ranges and config_id is not None and _on_bound(score, config):
                 config_id = None  # 2.x would reject the bound itself: post it unlinked rather than lose it
-            body, plain = build(score, config_id)
+            body, plain = build(score, config_id, metadata_plain)
             wire = wire_json(body, plain=plain)
             if len(wire) > per_score_limit:
                 reason = f"the score is {len(wire)} bytes as JSON, over the {per_score_limit}-byte limit of one request"
