@@ -128,7 +128,12 @@ def _unread_definitions(value: Any, read: list[Any]) -> list[DeclaredTool]:
     except RecursionError:  # nested too deep to compare: read it
         pass
     read.append(value)
+    del read[:-_LISTS_KEPT]  # a trace of many different lists costs a few comparisons a generation, not all
     return _definitions(value)
+
+
+#: Definition lists :func:`_unread_definitions` compares a new one with (the latest read).
+_LISTS_KEPT = 4
 
 
 def _attribute(metadata: Mapping[str, Any], key: str) -> Any:
