@@ -129,6 +129,8 @@ class _AioHttpClient(openai.DefaultAioHttpClient):
                     extensions={"timeout": httpx2.Timeout(kwargs["timeout"]).as_dict()},
                 )
                 request.read()
+                # What its headers' encoding check would find (the length is ASCII), known once per list.
+                request.headers.encoding = leading.encoding
                 return request
         return super().build_request(method, parsed, **kwargs)
 
