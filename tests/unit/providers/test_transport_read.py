@@ -104,5 +104,6 @@ def test_a_plain_request_is_built_as_the_sdks_client_builds_it(
         assert built.headers.raw == expected.headers.raw and (built.method, str(built.url)) == ("POST", url)
         assert (built.content, built.extensions) == (expected.content, expected.extensions)
         assert type(built.stream) is type(expected.stream) and b"".join(built.stream) == body
+        assert built.headers.encoding == expected.headers.encoding
         sent.append(("x-late", "c"))  # the caller's list changed afterwards: the request did not
         assert built.headers.raw == expected.headers.raw
