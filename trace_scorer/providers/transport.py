@@ -14,7 +14,8 @@ timeout stays a timeout.
 The answer's body is read there too, whole (:func:`_read_whole`): the providers only ever ask for whole
 answers, and httpx2's read of it through its asynchronous streaming layers took ~4 % of a judged trace's
 CPU samples (py-spy, ``bench_worker.py --profile``), read here ~3 %. The providers' client parses each URL
-once (:func:`_parsed`).
+once (:func:`_parsed`) and places each distinct header list once (:func:`_leading_headers`): httpx2's merge
+and ``Request``'s header placing rescan the list for every header, ~3 % of a judged trace's CPU samples.
 """
 
 from __future__ import annotations
