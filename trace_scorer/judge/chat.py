@@ -8,8 +8,10 @@ with a warning, and that answer is not retried: the server would say the same ag
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -117,7 +119,17 @@ SDK_DEFAULT_OPTIONS: openai.RequestOptions = cast(
         "security": {"bearer_auth": True, "admin_api_key_auth": True},
     },
 )
-_OPTIONS = SDK_DEFAULT_OPTIONS
+#: Each request's idempotency key: this process's prefix and a count. Left out, the SDK makes one of a
+#: ``uuid4`` per call (~1 % of a judged trace's CPU samples) that no request carries: the OpenAI client
+#: sends no idempotency header. Given, it is as unique as the SDK's (one per ``post``), should one be sent.
+_KEY_PREFIX = f"trace-scorer-{uuid.uuid4().hex}-"
+_KEY_NUMBERS = itertools.count()
+
+
+def post_options() -> openai.RequestOptions:
+    """One request's ``post`` options: the SDK's defaults (:data:`SDK_DEFAULT_OPTIONS`) and a new
+    idempotency key."""
+    return {**SDK_DEFAULT_OPTIONS, "idempotency_key": f"{_KEY_PREFIX}{next(_KEY_NUMBERS)}"}
 
 
 def _decoded(response: httpx2.Response) -> object:
@@ -253,10 +265,11 @@ class Provider:
             # would make of it, encoded by orjson (trace_scorer/data/jsonbytes.py), and to the absolute URL the
             # SDK would join from its base URL (one URL parse less a call).
             content = jsonbytes.compact(body)
-            # ``options``: the SDK's defaults, given (SDK_DEFAULT_OPTIONS).
+            # ``options``: the SDK's defaults, given, and a key (post_options).
+            options = post_options()
             if content is None:
-                return self.client.post(self._chat_url, body=body, cast_to=httpx2.Response, options=_OPTIONS)
-            return self.client.post(self._chat_url, content=content, cast_to=httpx2.Response, options=_OPTIONS)
+                return self.client.post(self._chat_url, body=body, cast_to=httpx2.Response, options=options)
+            return self.client.post(self._chat_url, content=content, cast_to=httpx2.Response, options=options)
 
         def refused(exc: BaseException) -> bool:
             return bool(modes) and STEP_DOWN[modes[-1]] is not None and rejects_mode(exc, modes[-1])

@@ -18,7 +18,7 @@ from tests.support.embeddings import embeddings_response
 from tests.support.judge import completion, verdict
 from trace_scorer.config.judge import ProviderSettings
 from trace_scorer.embeddings.remote import EmbeddingProvider
-from trace_scorer.judge.chat import SDK_DEFAULT_OPTIONS, Provider
+from trace_scorer.judge.chat import SDK_DEFAULT_OPTIONS, Provider, post_options
 from trace_scorer.judge.structured import response_format
 from trace_scorer.providers.client import open_client
 from trace_scorer.providers.retry import RetryPolicy
@@ -143,15 +143,15 @@ def test_the_options_given_to_post_are_the_sdks_own_defaults() -> None:
             assert given == default, name
 
 
-async def test_a_call_with_the_options_given_sends_what_it_sends_without_them() -> None:
-    """Every header (the SDK's own included) and the body, as ``post`` sends them with no options."""
+@pytest.mark.parametrize("options", [SDK_DEFAULT_OPTIONS, post_options()], ids=["defaults", "with a key"])
+async def test_a_call_with_the_options_given_sends_what_it_sends_without_them(options: openai.RequestOptions) -> None:
+    """Every header (the SDK's own included) and the body, as ``post`` sends them with no options: the
+    idempotency key the providers give each request is not sent, as the SDK's own is not."""
     given, left_out = Recorder(completion(verdict(1))), Recorder(completion(verdict(1)))
     _, with_options = open_client(SETTINGS, KEY, given.client())
     _, without = open_client(SETTINGS, KEY, left_out.client())
     try:
-        await with_options.post(
-            "chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response, options=SDK_DEFAULT_OPTIONS
-        )
+        await with_options.post("chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response, options=options)
         await without.post("chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response)
     finally:
         await with_options.close()
@@ -159,3 +159,10 @@ async def test_a_call_with_the_options_given_sends_what_it_sends_without_them() 
     (sent,), (expected,) = given.requests, left_out.requests
     assert (sent.method, sent.url, sent.content) == (expected.method, expected.url, expected.content)
     assert sent.headers.multi_items() == expected.headers.multi_items()
+
+
+def test_each_request_gets_its_own_idempotency_key() -> None:
+    """Given instead of the SDK's ``uuid4`` per call: as unique, one per request."""
+    keys = [post_options()["idempotency_key"] for _ in range(1000)]
+    assert len(set(keys)) == 1000 and all(k.startswith("trace-scorer-") for k in keys)
+    assert {k: v for k, v in post_options().items() if k != "idempotency_key"} == SDK_DEFAULT_OPTIONS

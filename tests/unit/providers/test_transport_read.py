@@ -72,3 +72,38 @@ def test_a_request_is_built_as_the_sdks_client_builds_it(url: str) -> None:
         expected = sdk.build_request("POST", url, headers=headers, content=b"{}", params={"a": "b"}, timeout=7.0)
         assert (str(built.url), built.headers.multi_items()) == (str(expected.url), expected.headers.multi_items())
         assert (built.content, built.extensions) == (expected.content, expected.extensions)
+
+
+@pytest.mark.parametrize(
+    ("cookie", "body", "extra"),
+    [
+        (False, b'{"a":1}', ()),
+        (True, b'{"a":1}', ()),  # a client's cookie: httpx2 builds it
+        (False, b"", ()),  # no body: httpx2 places a zero length after the host
+        (False, b'{"a":1}', (("content-length", "7"),)),  # a header Request places itself: httpx2 builds it
+        (False, b'{"a":1}', (("host", "other.test"),)),
+    ],
+)
+def test_a_plain_request_is_built_as_the_sdks_client_builds_it(
+    cookie: bool, body: bytes, extra: tuple[tuple[str, str], ...]
+) -> None:
+    """The SDK's plain call (absolute URL, no query, no files; a header list) takes the headers placed once;
+    the request is the one httpx2's client builds, again and again, and wherever httpx2 must build it."""
+    ours = pooled_http_client(ProviderSettings(name="p", base_url="http://127.0.0.1:1/v1"))
+    sdk = openai.DefaultAioHttpClient()
+    if cookie:
+        ours.cookies.set("session", "s1", domain="127.0.0.1")
+        sdk.cookies.set("session", "s1", domain="127.0.0.1")
+    url = "http://127.0.0.1:8080/v1/chat/completions"
+    headers = [("authorization", "Bearer k"), ("accept", "application/json"), ("user-agent", "AsyncOpenAI/Python")]
+    for retry in ("0", "0", "1"):
+        sent = [*headers, ("x-stainless-retry-count", retry), ("x-extra", "a"), ("x-extra", "b"), *extra]
+        args = {"headers": sent, "content": body, "files": None, "params": None, "timeout": httpx2.Timeout(7.0)}
+        built = ours.build_request("POST", url, **args)
+        expected = sdk.build_request("POST", url, **args)
+        assert built.headers.raw == expected.headers.raw and (built.method, str(built.url)) == ("POST", url)
+        assert (built.content, built.extensions) == (expected.content, expected.extensions)
+        assert type(built.stream) is type(expected.stream) and b"".join(built.stream) == body
+        assert built.headers.encoding == expected.headers.encoding
+        sent.append(("x-late", "c"))  # the caller's list changed afterwards: the request did not
+        assert built.headers.raw == expected.headers.raw
