@@ -96,6 +96,9 @@ class Result:
     #: From a root's end to its trace's scores as they stayed (the last write), over the rescored traces.
     rescored_p95: float = 0.0
     rescored_max: float = 0.0
+    #: Traces whose first scoring posted only some of their scores (a metric skipped for lack of rows not
+    #: visible yet; the rest came with the re-read): their freshness is the re-read's.
+    first_partial: int = 0
     checked: int = 0
     checked_complete: int = 0
     cpu_ms_per_trace: float = 0.0
@@ -176,8 +179,9 @@ class RecordingProxy:
             ids = next((c["value"] for c in conditions if c.get("column") == "traceId"), None)
             rows = len(json.loads(data).get("data") or []) if status == 200 else 0
             new = again = 0
-            if query.get("isRootObservation") == "true" or any(
-                c.get("column") == "isRootObservation" for c in conditions
+            if ids is None and (
+                query.get("isRootObservation") == "true"
+                or any(c.get("column") == "isRootObservation" and c.get("value") is True for c in conditions)
             ):
                 kind = "listing"
             elif ids is not None:
@@ -314,6 +318,9 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         if written > when:
             final[trace_id] = max(final.get(trace_id, written), written)
         values.setdefault(trace_id, {})[s["name"]] = s["value"]
+    first_of: dict[str, list[datetime]] = {}
+    for s in stored:
+        first_of.setdefault(s["traceId"], []).append(datetime.fromisoformat(s["_firstReceived"].replace("Z", "+00:00")))
     fresh: list[float] = []
     for trace_id, r in rendered.items():
         if r.end < warm:
@@ -323,10 +330,31 @@ def run(rate: float, args: argparse.Namespace) -> Result:
             result.missed += 1
             continue
         fresh.append((last[trace_id] - r.end).total_seconds())
+        if max(first_of[trace_id]) - min(first_of[trace_id]) > timedelta(seconds=5):
+            result.first_partial += 1
     if fresh:
         result.p50 = round(statistics.median(fresh), 1)
         result.p95 = round(percentile(fresh, 0.95), 1)
         result.max = round(max(fresh), 1)
+        # The latest trace: when each of its scores first came (after its root's end), and how often it was
+        # written (a score first posted by the re-read of late children comes that much later).
+        worst = max(
+            (t for t in last if t in rendered and rendered[t].end >= warm), key=lambda t: last[t] - rendered[t].end
+        )
+        firsts = sorted(
+            (
+                round(
+                    (
+                        datetime.fromisoformat(s["_firstReceived"].replace("Z", "+00:00")) - rendered[worst].end
+                    ).total_seconds(),
+                    1,
+                ),
+                s["name"],
+            )
+            for s in stored
+            if s["traceId"] == worst
+        )
+        result.notes.append(f"latest trace {worst}: scores first stored at {firsts} s after its end")
     again = [(final[t] - r.end).total_seconds() for t, r in rendered.items() if t in final and r.end >= warm]
     result.rescored = len(again)
     if again:
