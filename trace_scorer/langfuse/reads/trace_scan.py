@@ -69,9 +69,10 @@ log = structlog.get_logger(__name__)
 MAX_IDS_PER_SCAN = 150
 #: Bytes of an id-filtered read's URL (path and query, as encoded): nginx's default buffer for a request
 #: line is 8 KB (longer: 414), in front of many self-hosted servers; Node's own limit, for the request line
-#: and headers together, is 16 KB (longer: 431). Room is left for the method, the base URL's path, the
-#: HTTP version and a later page's cursor.
-URL_BUDGET = 8192 - 768
+#: and headers together, is 16 KB (longer: 431). Room is left for the method and the HTTP version (15
+#: bytes) and a later page's cursor (``&cursor=`` and a base64 JSON of a time and two ids: ~150 bytes),
+#: twice over.
+URL_BUDGET = 8192 - 384
 #: The most ids a read holds however short they are (a bound on one request's work on the server).
 MAX_IDS_PER_READ = 400
 #: Statuses of a server (or its proxy) refusing a request line or head as too long.
