@@ -307,7 +307,9 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         summary = lf.score_summary()
         result.reads_by_kind = proxy.breakdown(clock.get("warm", 0.0), clock.get("end", 0.0))
     result.duplicates = int(summary.get("duplicate_count", 0))
+    #: The latest and the earliest first write of each trace's scores.
     last: dict[str, datetime] = {}
+    earliest: dict[str, datetime] = {}
     final: dict[str, datetime] = {}
     values: dict[str, dict[str, float]] = {}
     for s in stored:
@@ -315,12 +317,10 @@ def run(rate: float, args: argparse.Namespace) -> Result:
         written = datetime.fromisoformat(s["_lastReceived"].replace("Z", "+00:00"))
         trace_id = s["traceId"]
         last[trace_id] = max(last.get(trace_id, when), when)
+        earliest[trace_id] = min(earliest.get(trace_id, when), when)
         if written > when:
             final[trace_id] = max(final.get(trace_id, written), written)
         values.setdefault(trace_id, {})[s["name"]] = s["value"]
-    first_of: dict[str, list[datetime]] = {}
-    for s in stored:
-        first_of.setdefault(s["traceId"], []).append(datetime.fromisoformat(s["_firstReceived"].replace("Z", "+00:00")))
     fresh: list[float] = []
     for trace_id, r in rendered.items():
         if r.end < warm:
@@ -330,7 +330,7 @@ def run(rate: float, args: argparse.Namespace) -> Result:
             result.missed += 1
             continue
         fresh.append((last[trace_id] - r.end).total_seconds())
-        if max(first_of[trace_id]) - min(first_of[trace_id]) > timedelta(seconds=5):
+        if last[trace_id] - earliest[trace_id] > timedelta(seconds=5):
             result.first_partial += 1
     if fresh:
         result.p50 = round(statistics.median(fresh), 1)

@@ -22,17 +22,11 @@ def parse_timestamp(value: str) -> datetime:
 def parse_time(value: Any) -> datetime | None:
     """Lenient :func:`parse_timestamp`: a datetime (made aware) or an ISO 8601 string → an aware
     datetime; anything else, including a string that is not a time, → None."""
-    if type(value) is str and value:  # Langfuse's times (two a row): parsed here, without a second call
+    if isinstance(value, str):  # first: Langfuse's times (two a row) are strings
         try:
-            moment = datetime.fromisoformat(value)
+            return parse_timestamp(value) if value else None
         except ValueError:
             return None
-        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    if isinstance(value, str) and value:
-        try:
-            return parse_timestamp(value)
-        except ValueError:
-            return None
     return None

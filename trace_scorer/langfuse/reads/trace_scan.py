@@ -245,15 +245,10 @@ class TraceScanner:
         rows_read = 0
         # Roots the listing read (all of a trace's) are not read again: a read is paid by the page.
         children_only = self._pages_of is not None and all(r.listed_roots is not None for r in roots)
-        if children_only:
+        if children_only:  # the listing kept one row an id (the newest): held as they are
             for root in roots:
-                group = held.setdefault(root.trace_id, {})
-                for listed in root.listed_roots or ():
-                    record = Observation.from_row(dict(listed))
-                    if record.id not in group:
-                        held_rows += 1
-                    if record.id not in group or replaces(record.updated_at, group[record.id].updated_at):
-                        group[record.id] = record
+                held[root.trace_id] = {r.id: r for r in map(Observation.from_row, map(dict, root.listed_roots or ()))}
+                held_rows += len(held[root.trace_id])
         try:
             window = self.clipped_window(roots, excluded)
             if self._pages_of is None:
