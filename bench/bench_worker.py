@@ -33,6 +33,7 @@ Langfuse stand-in sets; ``--skip memory`` leaves it out):
     PYTHONPATH=. python bench/bench_worker.py [--traces 2000] [--concurrency 32] [--batch-size 1000] [--hog]
         [--v3-traces 500] [--memory-traces 10000,100000] [--hobby-traces 300] [--hobby-scale 10]
         [--skip v3,memory,peer,hobby] [--json results.json] [--profile py-spy.txt] [--code DIR]
+        [--scores-out scores.jsonl]
 
 ``--code DIR`` runs the worker from another copy of the package (the figures before a change, side by side).
 """
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import platform
@@ -239,18 +241,20 @@ def run_worker(
     version: str | None = None,
     target_options: dict[str, Any] | None = None,
     profile: Path | None = None,
+    scores_out: Path | None = None,
 ) -> WorkerRun:
     """One worker over a fresh backlog on fresh stand-ins; returns when every trace was seen by a tick.
 
     ``faults``: the Langfuse stand-in's (default: its latency only); ``hog``: a core kept busy meanwhile;
-    ``version``: the server it plays (default ``V4_VERSION`` on v4, 3.120.0 on v3)."""
+    ``version``: the server it plays (default ``V4_VERSION`` on v4, 3.120.0 on v3); ``scores_out``: every score
+    the stand-in stored, written there (:func:`write_scores`), its details kept."""
     scenario = scenario_for(traces)
     options = LangfuseOptions(
         version=version or (V4_VERSION if generation == "v4" else "3.120.0"),
         scenario=scenario,
         faults=faults or FaultConfig(latency=LANGFUSE_LATENCY),
         validate_answers="sample",  # the package's model parser is too slow for every row of 100,000 traces
-        keep_score_details=False,
+        keep_score_details=scores_out is not None,
     )
     llm: OpenAIHandle | None = None
     with start_langfuse(options, mode="process") as lf, busy_core(hog):
@@ -305,6 +309,9 @@ def run_worker(
             violations = lf.violations()
             if violations:
                 raise RuntimeError(f"{label}: contract violations: {violations[:5]}")
+            if scores_out is not None:
+                digest = write_scores(lf.scores(), scores_out)
+                print(f"{label}: stored scores to {scores_out}, sha256 {digest}", file=sys.stderr, flush=True)
             return WorkerRun(
                 generation=generation,
                 traces=traces,
@@ -324,6 +331,22 @@ def run_worker(
         finally:
             if llm is not None:
                 llm.stop()
+
+
+#: What differs between two runs of the same code: when the stand-in received a score, how often, and the
+#: score's timestamp (the trace's time, which follows the run's start).
+_RUN_FIELDS = frozenset({"timestamp", "_via", "_writes", "_firstReceived", "_lastReceived"})
+
+
+def write_scores(scores: list[dict[str, Any]], path: Path) -> str:
+    """The stored scores as sorted JSON lines without what differs between runs (:data:`_RUN_FIELDS`), to
+    ``path``; returns their sha256: two codes that score alike give the same file (``--scores-out``)."""
+    lines = sorted(
+        json.dumps({k: v for k, v in score.items() if k not in _RUN_FIELDS}, sort_keys=True) for score in scores
+    )
+    text = "".join(f"{line}\n" for line in lines)
+    path.write_text(text)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # --- the peer: the langfuse package's own batch evaluation ---------------------------------------------
@@ -564,6 +587,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--v4-version", default="4.16.0", help="the v4 server the stand-in plays (4.16.0, 4.60.0)")
     parser.add_argument("--code", help="a directory holding another trace_scorer package to run")
+    parser.add_argument(
+        "--scores-out", type=Path, help="the throughput run's stored scores as sorted JSON lines, to compare two codes"
+    )
     args = parser.parse_args(argv)
     global EXTRA_PYTHONPATH
     if args.code:
@@ -590,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
             label="throughput-hog" if hog else "throughput",
             hog=hog,
             profile=None if hog else args.profile,
+            scores_out=None if hog else args.scores_out,
         )
 
     note(f"throughput: {args.traces} traces on v4, 4 metrics, LLM {LLM_LATENCY * 1000:.0f} ms")
