@@ -139,8 +139,11 @@ def short_model(model: str) -> str:
     return model.rsplit("/", 1)[-1]
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def short_reason(text: str, limit: int = REASON_MAX_CHARS) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
+    text = _SPACES.sub(" ", text).strip()
     if len(text) <= limit:
         return text
     cut = text[:limit].rsplit(" ", 1)[0]
