@@ -390,17 +390,24 @@ class Judge:
                     context=context,
                 )
                 made_the_call = False
-
-                def call(messages: list[dict[str, str]] = messages) -> Awaitable[Answer[Any]]:
-                    nonlocal made_the_call
-                    made_the_call = True
-                    return self._ask_uncached(run, ref, template, messages, schema, context, temperature, json_schema)
-
                 asking = _ASKING.get()
                 if asking is not None:
                     asking[model] = asking.get(model, 0) + 1
-                try:
-                    answer, hit = await self._cache.get_or_call(key, call)
+                try:  # RequestCache.get_or_call's steps, in this coroutine
+                    shared = self._cache.shared(key)
+                    if shared is not None:
+                        answer = replace(await asyncio.shield(shared), usage=Usage(), cached=True)
+                    else:
+                        made_the_call = True
+                        future = self._cache.start(key)
+                        try:
+                            answer = await self._ask_uncached(
+                                run, ref, template, messages, schema, context, temperature, json_schema
+                            )
+                        except BaseException as exc:
+                            self._cache.failed(key, future, exc)
+                            raise
+                        self._cache.done(key, future, answer)
                 except JudgeCallError as exc:
                     if not learned and self._learn_window(model, exc):
                         learned = True
@@ -419,8 +426,6 @@ class Judge:
                 finally:
                     if asking is not None:
                         asking[model] -= 1
-                if hit:
-                    answer = replace(answer, usage=Usage(), cached=True)
                 if tally is not None:
                     tally.usage += answer.usage
                     tally.cached += answer.cached
