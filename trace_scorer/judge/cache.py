@@ -48,25 +48,49 @@ class RequestCache(Generic[T]):
         return self._futures.misses
 
     async def get_or_call(self, key: str, call: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
-        """The answer for ``key`` and whether it came from the cache (or an identical call in flight)."""
-        if self._futures.max_entries <= 0:
-            self._futures.misses += 1
-            return await call(), False
-        existing = self._futures.known(key)
+        """The answer for ``key`` and whether it came from the cache (or an identical call in flight).
+
+        What :meth:`Judge.ask <trace_scorer.judge.judge.Judge.ask>` does in its own coroutine, with the
+        steps below (a coroutine between the two cost the worker a layer to resume through)."""
+        existing = self.shared(key)
         if existing is not None:
             # shield: a waiter being cancelled must not cancel the shared call's future for the others.
             return await asyncio.shield(existing), True
-        future = self._futures.start(key)
+        future = self.start(key)
         try:
             value = await call()
         except BaseException as exc:
-            self._futures.forget(key, future)
-            if isinstance(exc, asyncio.CancelledError):
-                future.cancel()
-            else:
-                future.set_exception(exc)
-                future.exception()  # mark retrieved: no "never retrieved" warning when nobody waited
+            self.failed(key, future, exc)
             raise
-        future.set_result(value)
-        self._futures.evict()
+        self.done(key, future, value)
         return value, False
+
+    def shared(self, key: str) -> asyncio.Future[T] | None:
+        """The answer of an identical request, done or on its way (a hit: await it through
+        ``asyncio.shield``, so a waiter being cancelled does not cancel it for the others), or None (a
+        miss: make the call between :meth:`start` and :meth:`done` or :meth:`failed`)."""
+        if self._futures.max_entries <= 0:
+            self._futures.misses += 1
+            return None
+        return self._futures.known(key)
+
+    def start(self, key: str) -> asyncio.Future[T] | None:
+        """The future the answer of the call about to be made is shared through (None: the cache is off)."""
+        return self._futures.start(key) if self._futures.max_entries > 0 else None
+
+    def done(self, key: str, future: asyncio.Future[T] | None, value: T) -> None:
+        """The call of :meth:`start` answered ``value``: shared and kept (the oldest beyond the bound go)."""
+        if future is not None:
+            future.set_result(value)
+            self._futures.evict()
+
+    def failed(self, key: str, future: asyncio.Future[T] | None, exc: BaseException) -> None:
+        """The call of :meth:`start` raised ``exc`` (or was cancelled): the waiters get it, nothing is kept."""
+        if future is None:
+            return
+        self._futures.forget(key, future)
+        if isinstance(exc, asyncio.CancelledError):
+            future.cancel()
+        else:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: no "never retrieved" warning when nobody waited

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import structlog
@@ -64,7 +63,8 @@ def context_overflow(message: str) -> int | None:
 
 #: The models being asked, and how many asks of each are in flight, on behalf of the judged metric that
 #: :meth:`Judge.bounded` is running (shared by the tasks the metric starts: they copy the context).
-_ASKING: ContextVar[Counter[str] | None] = ContextVar("trace_scorer_judge_asking", default=None)
+#: A plain dict (``Counter()`` ran its ``__init__`` and ``__missing__`` in Python, a metric each).
+_ASKING: ContextVar[dict[str, int] | None] = ContextVar("trace_scorer_judge_asking", default=None)
 
 
 class JudgeTimeout(Exception):
@@ -100,6 +100,15 @@ class Answer(Generic[T]):
     attempts: int
 
 
+class Tally:
+    """What a caller's asks spent (failures' tokens too) and how many were served from the cache
+    (:meth:`Judge.ask`'s ``tally``)."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.cached = 0
+
+
 class JudgeRun:
     """One judged metric on one sample: the Langfuse trace its calls go to and its name in the ledger."""
 
@@ -112,6 +121,45 @@ class JudgeRun:
     @property
     def trace_id(self) -> str | None:
         return self.trace.trace_id if self.trace is not None else None
+
+
+class JudgeRunScope:
+    """:meth:`Judge.run`'s context: a class, not an ``asynccontextmanager`` (whose generator, made, entered
+    and closed for every judged metric of every sample, was ~0.4 % of the worker's CPU)."""
+
+    __slots__ = ("_metadata", "_metric", "_run", "_sample", "_tracer")
+
+    def __init__(
+        self, tracer: JudgeTracer | None, metric: str, sample: Sample, metadata: Mapping[str, Any]
+    ) -> None:
+        self._tracer = tracer
+        self._metric = metric
+        self._sample = sample
+        self._metadata = metadata
+        self._run: JudgeRun | None = None
+
+    async def __aenter__(self) -> JudgeRun:
+        scope = None
+        if self._tracer is not None:
+            sample = self._sample
+            scope = self._tracer.start(
+                self._metric,
+                input={"sample_id": sample.id, "trace_id": sample.trace_id},
+                metadata={"scored_trace_id": sample.trace_id, "sample_id": sample.id, **self._metadata},
+            )
+        self._run = JudgeRun(self._metric, scope)
+        return self._run
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        run = self._run
+        if run is None or run.trace is None:
+            return
+        if exc is not None:
+            run.trace.end(error=f"{type(exc).__name__}: {exc}")
+        else:
+            run.trace.end(run.output)
 
 
 class Judge:
@@ -154,6 +202,10 @@ class Judge:
     def _spend(self, usage: Usage) -> None:
         cost = usage.cost or 0.0  # a model without a price counts nothing (docs/judges.md)
         self._spent_run += cost
+        if not cost or self.settings.max_cost_usd_per_day is None:
+            # Only the daily budget reads the day's sum, and nothing spent changes none of its verdicts (its
+            # limit is > 0): no clock read a call (``datetime.now``: ~1 % of the judge layer's CPU).
+            return
         today = self.today()
         day, spent = self._spent_day if self._spent_day is not None and self._spent_day[0] == today else (today, 0.0)
         self._spent_day = (day, spent + cost)
@@ -257,44 +309,32 @@ class Judge:
 
     # --- runs and calls -----------------------------------------------------------------------
 
-    async def bounded(self, work: Awaitable[R]) -> R:
+    async def bounded(self, work: Awaitable[R], on_timeout: Callable[[JudgeTimeout], R] | None = None) -> R:
         """``await work`` (one judged metric on one sample) within ``metric_deadline``.
 
-        Raises :class:`JudgeTimeout`, naming the models still being asked, when the time runs out (the
-        work is cancelled: its calls in flight are abandoned, their spans closed as failed).
+        When the time runs out (the work is cancelled: its calls in flight are abandoned, their spans
+        closed as failed), returns ``on_timeout`` of the :class:`JudgeTimeout` naming the models still
+        being asked, or raises it without ``on_timeout`` (which spares the caller a coroutine of its own
+        to catch it in).
         """
-        asking: Counter[str] = Counter()
+        asking: dict[str, int] = {}
         token = _ASKING.set(asking)
         seconds = self.settings.metric_deadline
         try:
             async with self.deadline(seconds):
                 return await work
         except TimeoutError:
-            raise JudgeTimeout(seconds, sorted(m for m, n in asking.items() if n > 0)) from None
+            timeout = JudgeTimeout(seconds, sorted(m for m, n in asking.items() if n > 0))
+            if on_timeout is None:
+                raise timeout from None
+            return on_timeout(timeout)
         finally:
             _ASKING.reset(token)
 
-    @asynccontextmanager
-    async def run(
-        self, metric: str, sample: Sample, *, metadata: Mapping[str, Any]
-    ) -> AsyncIterator[JudgeRun]:
-        """Scope of one metric on one sample; with tracing on, a Langfuse trace named after the metric."""
-        scope = None
-        if self._tracer is not None:
-            scope = self._tracer.start(
-                metric,
-                input={"sample_id": sample.id, "trace_id": sample.trace_id},
-                metadata={"scored_trace_id": sample.trace_id, "sample_id": sample.id, **metadata},
-            )
-        run = JudgeRun(metric, scope)
-        try:
-            yield run
-        except BaseException as exc:
-            if scope is not None:
-                scope.end(error=f"{type(exc).__name__}: {exc}")
-            raise
-        if scope is not None:
-            scope.end(run.output)
+    def run(self, metric: str, sample: Sample, *, metadata: Mapping[str, Any]) -> JudgeRunScope:
+        """Scope of one metric on one sample (``async with``); with tracing on, a Langfuse trace named after
+        the metric, ended with the run's output, or with the error that left the scope."""
+        return JudgeRunScope(self._tracer, metric, sample, metadata)
 
     async def ask(
         self,
@@ -309,6 +349,7 @@ class Judge:
         temperature: float | None = None,
         sample_index: int = 0,
         json_schema: dict[str, Any] | None = None,
+        tally: Tally | None = None,
     ) -> Answer[T]:
         """Ask ``model`` one question; raises :class:`JudgeCallError` when no valid answer comes.
 
@@ -318,23 +359,92 @@ class Judge:
 
         ``sample_index`` tells apart the samples of a vote: it is part of the cache key, so a vote of
         three is three answers, never one answer replayed.
+
+        ``tally`` adds up what the ask spent (a failure's tokens too) and whether it was served from the
+        cache: a panel's model session (``judge/panel.py``), counted here so that its ``ask`` is no
+        coroutine of its own.
+
+        One coroutine (the prompt fitted to the model's window, asked through the cache, asked once more
+        when an overflow answer names the window): every resume of the metric's task runs through each
+        coroutine it awaits, so the layers this was split in cost the worker ~1 % of its CPU.
         """
-        ref = self._models.get(model)
-        if ref is None:
-            raise JudgeCallError(model, f"unknown judge model {model!r}")
         try:
-            return await self._ask_fitted(
-                run, model, ref, template, schema, data, params, context, temperature, sample_index, json_schema
-            )
-        except ProviderCallError as exc:
-            window = context_overflow(exc.message)
-            if window is None or self._context.get(model) == window:
-                raise  # not an overflow, or already fitted to this window: the message says why
-            self._context[model] = window  # learned from the server: fit and ask once more
-            log.info("judge.context_learned", model=model, context_tokens=window)
-            return await self._ask_fitted(
-                run, model, ref, template, schema, data, params, context, temperature, sample_index, json_schema
-            )
+            ref = self._models.get(model)
+            if ref is None:
+                raise JudgeCallError(model, f"unknown judge model {model!r}")
+            if temperature is None:
+                temperature = self.settings.temperature
+            schema_json = json_schema if json_schema is not None else strict_json_schema(schema)
+            learned = False
+            while True:
+                fitted = self._fit(model, template, data, params)
+                messages = build_messages(template, self.language, data=fitted, params=params)
+                key = request_key(
+                    model=model,
+                    messages=messages,
+                    schema=schema_name(schema),
+                    schema_json=schema_json,
+                    temperature=temperature,
+                    max_tokens=self.settings.max_tokens,
+                    sample_index=sample_index,
+                    context=context,
+                )
+                made_the_call = False
+                asking = _ASKING.get()
+                if asking is not None:
+                    asking[model] = asking.get(model, 0) + 1
+                try:  # RequestCache.get_or_call's steps, in this coroutine
+                    shared = self._cache.shared(key)
+                    if shared is not None:
+                        answer = replace(await asyncio.shield(shared), usage=Usage(), cached=True)
+                    else:
+                        made_the_call = True
+                        future = self._cache.start(key)
+                        try:
+                            answer = await self._ask_uncached(
+                                run, ref, template, messages, schema, context, temperature, json_schema
+                            )
+                        except BaseException as exc:
+                            self._cache.failed(key, future, exc)
+                            raise
+                        self._cache.done(key, future, answer)
+                except JudgeCallError as exc:
+                    if not learned and self._learn_window(model, exc):
+                        learned = True
+                        continue  # fit and ask once more
+                    if made_the_call:
+                        raise
+                    # an identical request in flight failed: its tokens are counted once, by the asker that paid
+                    raise type(exc)(exc.model, exc.message) from exc
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if made_the_call or (task is not None and task.cancelling()):
+                        asking = None  # cancelled while asking: the model stays named as unanswered
+                        raise
+                    # the identical request we waited on was abandoned (its own metric ran out of time), not us
+                    raise ProviderCallError(model, "an identical request in flight was abandoned") from None
+                finally:
+                    if asking is not None:
+                        asking[model] -= 1
+                if tally is not None:
+                    tally.usage += answer.usage
+                    tally.cached += answer.cached
+                return answer
+        except JudgeCallError as exc:
+            if tally is not None:
+                tally.usage += exc.usage
+            raise
+
+    def _learn_window(self, model: str, exc: JudgeCallError) -> bool:
+        """Whether ``exc`` is an overflow answer naming a window ``model`` was not fitted to (then learned)."""
+        if not isinstance(exc, ProviderCallError):
+            return False
+        window = context_overflow(exc.message)
+        if window is None or self._context.get(model) == window:
+            return False  # not an overflow, or already fitted to this window: the message says why
+        self._context[model] = window  # learned from the server: fit and ask once more
+        log.info("judge.context_learned", model=model, context_tokens=window)
+        return True
 
     def context_tokens(self, model: str) -> int | None:
         """The context window of ``model`` in tokens: configured, or learned from an overflow answer."""
@@ -356,65 +466,6 @@ class Judge:
         if len(conversation) <= max_chars:
             return data
         return {**data, "conversation": fit_rendered(conversation, max_chars)}
-
-    async def _ask_fitted(
-        self,
-        run: JudgeRun,
-        model: str,
-        ref: ModelRef,
-        template: PromptTemplate,
-        schema: type[T],
-        data: Mapping[str, str],
-        params: Mapping[str, str] | None,
-        context: dict[str, Any] | None,
-        temperature: float | None,
-        sample_index: int,
-        json_schema: dict[str, Any] | None,
-    ) -> Answer[T]:
-        data = self._fit(model, template, data, params)
-        messages = build_messages(template, self.language, data=data, params=params)
-        temperature = self.settings.temperature if temperature is None else temperature
-        key = request_key(
-            model=model,
-            messages=messages,
-            schema=schema_name(schema),
-            schema_json=json_schema if json_schema is not None else strict_json_schema(schema),
-            temperature=temperature,
-            max_tokens=self.settings.max_tokens,
-            sample_index=sample_index,
-            context=context,
-        )
-
-        made_the_call = False
-
-        async def call() -> Answer[Any]:
-            nonlocal made_the_call
-            made_the_call = True
-            return await self._ask_uncached(run, ref, template, messages, schema, context, temperature, json_schema)
-
-        asking = _ASKING.get()
-        if asking is not None:
-            asking[model] += 1
-        try:
-            answer, hit = await self._cache.get_or_call(key, call)
-        except JudgeCallError as exc:
-            if made_the_call:
-                raise
-            # an identical request in flight failed: its tokens are counted once, by the asker that paid
-            raise type(exc)(exc.model, exc.message) from exc
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if made_the_call or (task is not None and task.cancelling()):
-                asking = None  # cancelled while asking: the model stays named as unanswered
-                raise
-            # the identical request we waited on was abandoned (its own metric ran out of time), not us
-            raise ProviderCallError(model, "an identical request in flight was abandoned") from None
-        finally:
-            if asking is not None:
-                asking[model] -= 1
-        if hit:
-            return replace(answer, usage=Usage(), cached=True)
-        return answer
 
     async def _ask_uncached(
         self,

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from trace_scorer.judge.errors import JudgeCallError
-from trace_scorer.judge.judge import Answer, Judge, JudgeRun
+from trace_scorer.judge.judge import Answer, Judge, JudgeRun, Tally
 from trace_scorer.judge.prompts import PromptTemplate
 from trace_scorer.providers.usage import Usage, total
 
@@ -28,25 +28,18 @@ COMMENT_MAX_CHARS = 1000
 REASON_MAX_CHARS = 240
 
 
-class ModelSession:
+class ModelSession(Tally):
     """One model's part of a panel: asks go through it so their tokens are counted, failures too."""
 
     def __init__(self, judge: Judge, run: JudgeRun, model: str) -> None:
+        super().__init__()
         self.judge = judge
         self.run = run
         self.model = model
-        self.usage = Usage()
-        self.cached = 0
 
-    async def ask(self, template: PromptTemplate, *, schema: type[T], **kwargs: Any) -> Answer[T]:
-        try:
-            answer = await self.judge.ask(self.run, self.model, template, schema=schema, **kwargs)
-        except JudgeCallError as exc:
-            self.usage += exc.usage
-            raise
-        self.usage += answer.usage
-        self.cached += answer.cached
-        return answer
+    def ask(self, template: PromptTemplate, *, schema: type[T], **kwargs: Any) -> Awaitable[Answer[T]]:
+        """The judge's ask, counted in this session (by :meth:`Judge.ask`: no coroutine layer here)."""
+        return self.judge.ask(self.run, self.model, template, schema=schema, tally=self, **kwargs)
 
 
 @dataclass
@@ -146,8 +139,11 @@ def short_model(model: str) -> str:
     return model.rsplit("/", 1)[-1]
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def short_reason(text: str, limit: int = REASON_MAX_CHARS) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
+    text = _SPACES.sub(" ", text).strip()
     if len(text) <= limit:
         return text
     cut = text[:limit].rsplit(" ", 1)[0]

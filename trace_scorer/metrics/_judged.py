@@ -9,7 +9,8 @@ truncation), so any of those changing makes the worker re-score.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from statistics import fmean
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -26,25 +27,29 @@ from trace_scorer.sample import Sample
 log = structlog.get_logger(__name__)
 
 
-async def within_deadline(metric: Metric[Any], sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
+def within_deadline(metric: Metric[Any], sample: Sample, inputs: Mapping[str, Outcome]) -> Awaitable[MetricOutput]:
     """``metric.score`` within the judge's ``[judge] metric_deadline``: one that runs out is a Failed
     ("judge did not answer within …", logged as ``judge_timeout`` with the models still being asked), so a
-    hanging judge never holds the batch's other scores back, and the worker's retry path scores it later."""
+    hanging judge never holds the batch's other scores back, and the worker's retry path scores it later.
+
+    The judge's own coroutine, returned to await (``Judge.bounded`` turns the timeout into the Failed): a
+    coroutine here would be one more layer every resume of the metric's task runs through."""
     judge = metric.resources.judge
     if not isinstance(judge, Judge):
-        return await metric.score(sample, inputs)
-    try:
-        return await judge.bounded(metric.score(sample, inputs))
-    except JudgeTimeout as exc:
-        log.warning(
-            "judge_timeout",
-            metric=metric.name,
-            sample=sample.id,
-            trace_id=sample.trace_id,
-            models=list(exc.models),
-            deadline_seconds=exc.seconds,
-        )
-        return Failed(str(exc))
+        return metric.score(sample, inputs)
+    return judge.bounded(metric.score(sample, inputs), partial(_timed_out, metric, sample))
+
+
+def _timed_out(metric: Metric[Any], sample: Sample, exc: JudgeTimeout) -> MetricOutput:
+    log.warning(
+        "judge_timeout",
+        metric=metric.name,
+        sample=sample.id,
+        trace_id=sample.trace_id,
+        models=list(exc.models),
+        deadline_seconds=exc.seconds,
+    )
+    return Failed(str(exc))
 
 
 class JudgedOptions(MetricOptions):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
@@ -72,8 +72,9 @@ R = TypeVar("R")
 class JudgeResource(Protocol):
     """What the metric layer asks of ``Resources.judge`` (``trace_scorer.judge.Judge`` is one)."""
 
-    async def bounded(self, work: Awaitable[R]) -> R:
-        """``await work`` (one judged metric on one sample) within the judge's ``metric_deadline``."""
+    def bounded(self, work: Awaitable[R], on_timeout: Callable[[Any], R] | None = None) -> Awaitable[R]:
+        """``await work`` (one judged metric on one sample) within the judge's ``metric_deadline``; when it
+        runs out, ``on_timeout`` of the judge's timeout error (without it, the error is raised)."""
         ...
 
 
@@ -168,14 +169,15 @@ class Metric(ABC, Generic[OptionsT]):
     def missing_inputs(self, sample: Sample) -> list[str]:
         return [name for name in self.requires if getattr(sample, name) is None]
 
-    async def run(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
+    def run(self, sample: Sample, inputs: Mapping[str, Outcome]) -> Awaitable[MetricOutput]:
         """:meth:`score` as the pipeline calls it: a metric that needs the judge within the judge's
-        per-sample deadline (``metrics/_judged.py``: ``within_deadline``), any other as it is."""
+        per-sample deadline (``metrics/_judged.py``: ``within_deadline``), any other as it is. The
+        awaitable to await, not a coroutine of its own: one layer less for every resume of the task."""
         if "judge" in self.needs and self.resources.judge is not None:
             from trace_scorer.metrics._judged import within_deadline  # it imports this module
 
-            return await within_deadline(self, sample, inputs)
-        return await self.score(sample, inputs)
+            return within_deadline(self, sample, inputs)
+        return self.score(sample, inputs)
 
     async def score(self, sample: Sample, inputs: Mapping[str, Outcome]) -> MetricOutput:
         """Per-sample metrics: score one sample. ``inputs`` holds the results named by ``reads()``."""

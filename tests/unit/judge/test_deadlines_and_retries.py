@@ -185,3 +185,29 @@ async def test_a_retried_judge_call_is_counted_with_its_wait(
     assert value("trace_scorer_judge_retries_total", {"model": "p/a", "status": "503"}) == 1.0
     assert value("trace_scorer_wait_seconds_total", {"service": "judge", "reason": "rate_limit"}) == 7.0
     assert value("trace_scorer_wait_seconds_total", {"service": "judge", "reason": "backoff"}) == sleeps.waits[1]
+
+
+# --- an identical request in flight ------------------------------------------------------------------
+
+
+async def test_a_waiter_on_an_abandoned_identical_request_fails_its_model_not_its_task(
+    server: HoldingServer, make_judge: JudgeFactory
+) -> None:
+    """The metric that made the call is cancelled (its deadline ran out); the one that waited on the same
+    request is not: its model failed, with nothing spent (``Judge.ask``, the cache's steps inline)."""
+    judge = await make_judge(provider("p", "a"))
+    metric = critic(judge)
+    owner = asyncio.create_task(metric.run(booking_sample(id="a"), {}))
+    await server.holding.wait()
+    waiter = asyncio.create_task(metric.run(booking_sample(id="b"), {}))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert judge.cache_stats["hits"] == 1  # waiting on the owner's call
+    owner.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await owner
+    outcome = await finish(waiter)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason == "the judge model failed — p/a: an identical request in flight was abandoned"
+    assert outcome.details["failed_models"]["p/a"]["calls"] == 0
+    assert server.served == 1

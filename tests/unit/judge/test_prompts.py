@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from string import Template
 
 import pytest
 
-from trace_scorer.judge.prompts import TEMPLATES, build_messages, data_id, retry_message
+from trace_scorer.judge.prompts import ASPECT, TEMPLATES, build_messages, data_id, retry_message
 
 CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
 DATA = {
@@ -58,3 +59,13 @@ def test_unknown_block_is_a_programming_error() -> None:
 def test_retry_message_in_russian() -> None:
     message = retry_message("ru", "verdict: Input should be 0 or 1")
     assert message["content"].startswith("Твой предыдущий ответ нельзя использовать: verdict")
+
+
+@pytest.mark.parametrize("definition", ["The answer is polite.", "$ and $$ and ${x} " * 400, "d" * 5000])
+def test_an_intro_is_its_template_substituted_kept_or_not(definition: str) -> None:
+    """A metric's parameters (short) give a kept intro, one sample's (long) a fresh one: the same text."""
+    for _ in range(2):
+        (_, user) = build_messages(ASPECT, "en", data={"response": "ok"}, params={"definition": definition})
+        assert user["content"].startswith(Template(ASPECT.intro["en"]).substitute(definition=definition))
+    with pytest.raises(KeyError):
+        build_messages(ASPECT, "en", data={"response": "ok"}, params={})
