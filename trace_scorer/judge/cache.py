@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from trace_scorer.data import jsonbytes
@@ -46,24 +45,6 @@ class RequestCache(Generic[T]):
     @property
     def misses(self) -> int:
         return self._futures.misses
-
-    async def get_or_call(self, key: str, call: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
-        """The answer for ``key`` and whether it came from the cache (or an identical call in flight).
-
-        What :meth:`Judge.ask <trace_scorer.judge.judge.Judge.ask>` does in its own coroutine, with the
-        steps below (a coroutine between the two cost the worker a layer to resume through)."""
-        existing = self.shared(key)
-        if existing is not None:
-            # shield: a waiter being cancelled must not cancel the shared call's future for the others.
-            return await asyncio.shield(existing), True
-        future = self.start(key)
-        try:
-            value = await call()
-        except BaseException as exc:
-            self.failed(key, future, exc)
-            raise
-        self.done(key, future, value)
-        return value, False
 
     def shared(self, key: str) -> asyncio.Future[T] | None:
         """The answer of an identical request, done or on its way (a hit: await it through

@@ -393,7 +393,7 @@ class Judge:
                 asking = _ASKING.get()
                 if asking is not None:
                     asking[model] = asking.get(model, 0) + 1
-                try:  # RequestCache.get_or_call's steps, in this coroutine
+                try:  # the request cache's steps (shared, or start then done/failed), in this coroutine
                     shared = self._cache.shared(key)
                     if shared is not None:
                         answer = replace(await asyncio.shield(shared), usage=Usage(), cached=True)
