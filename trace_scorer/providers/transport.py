@@ -14,7 +14,7 @@ timeout stays a timeout.
 The answer's body is read there too, whole (:func:`_read_whole`): the providers only ever ask for whole
 answers, and httpx2's read of it through its asynchronous streaming layers took ~4 % of a judged trace's
 CPU samples (py-spy, ``bench_worker.py --profile``), read here ~3 %. The providers' client parses each URL
-once (:func:`_parsed`) and places each distinct header list once (:func:`_leading_headers`): httpx2's merge
+once (:func:`parsed_url`) and places each distinct header list once (:func:`_leading_headers`): httpx2's merge
 and ``Request``'s header placing rescan the list for every header, ~3 % of a judged trace's CPU samples.
 """
 
@@ -72,7 +72,7 @@ async def _read_whole(response: httpx2.Response) -> httpx2.Response:
 
 
 @lru_cache(maxsize=64)
-def _parsed(url: str) -> httpx2.URL:
+def parsed_url(url: str) -> httpx2.URL:
     """``url`` parsed, once per distinct URL (a provider has a few; ``httpx2.URL`` is immutable)."""
     return httpx2.URL(url)
 
@@ -114,7 +114,7 @@ class _AioHttpClient(openai.DefaultAioHttpClient):
         timeout given) is the ``httpx2.Request`` that httpx2's ``build_request`` makes of it: the same
         headers in the same order (:func:`_leading_headers`, then the body's length), the body read, the
         timeout as its extension. Any other goes through httpx2's ``build_request``."""
-        parsed = _parsed(url) if isinstance(url, str) else url
+        parsed = parsed_url(url) if isinstance(url, str) else url
         given = kwargs.get("headers")
         content = kwargs.get("content")
         if isinstance(given, list) and isinstance(content, bytes) and content and self._plain(parsed, kwargs):
