@@ -108,8 +108,9 @@ def provider_limits(settings: ProviderSettings, sleep: Sleep, clock: Callable[[]
     )
 
 
-class _OpenAI(openai.AsyncOpenAI):
-    """The SDK's client, with each absolute request URL parsed once."""
+class AsyncOpenAI(openai.AsyncOpenAI):
+    """The SDK's client, with each absolute request URL parsed once. Named as the SDK's: its User-Agent
+    header is the client class's name."""
 
     def _prepare_url(self, url: str) -> httpx2.URL:
         """The SDK's own URL for ``url``: an absolute URL is the SDK's ``URL(url)``, parsed once per distinct
@@ -129,7 +130,7 @@ def open_client(
     caller closes it with the openai client (``await client.close(); await http.aclose()``).
     """
     http = http_client if http_client is not None else transport.pooled_http_client(settings)
-    client = _OpenAI(
+    client = AsyncOpenAI(
         base_url=settings.base_url,
         api_key=api_key,
         timeout=settings.timeout,

@@ -203,3 +203,30 @@ def test_a_url_the_sdk_refuses_is_refused_alike() -> None:
         with pytest.raises(httpx2.InvalidURL) as expected:
             openai.AsyncOpenAI._prepare_url(client, "http://[::1")
         assert str(ours.value) == str(expected.value)
+
+
+async def test_the_providers_client_sends_what_the_sdks_own_client_sends() -> None:
+    """Every header in order (the User-Agent names the client's class) and the body: the providers' client
+    is the SDK's but for how often it parses a URL."""
+    ours, library = Recorder(completion(verdict(1))), Recorder(completion(verdict(1)))
+    _, client = open_client(SETTINGS, KEY, ours.client())
+    sdk = openai.AsyncOpenAI(
+        base_url=SETTINGS.base_url,
+        api_key=KEY,
+        timeout=SETTINGS.timeout,
+        max_retries=0,
+        http_client=library.client(),  # type: ignore[arg-type]
+        default_headers=SETTINGS.headers,
+    )
+    url = "https://p.test/v1/chat/completions"
+    try:
+        for sender in (client, sdk):
+            await sender.post(url, content=b'{"model":"m"}', cast_to=httpx2.Response, options=SDK_DEFAULT_OPTIONS)
+            await sender.post("chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response)
+    finally:
+        await client.close()
+        await sdk.close()
+    assert len(ours.requests) == len(library.requests) == 2
+    for sent, expected in zip(ours.requests, library.requests, strict=True):
+        assert (sent.method, sent.url, sent.content) == (expected.method, expected.url, expected.content)
+        assert sent.headers.raw == expected.headers.raw
