@@ -115,7 +115,9 @@ class AsyncOpenAI(openai.AsyncOpenAI):
     def _prepare_url(self, url: str) -> httpx2.URL:
         """The SDK's own URL for ``url``: an absolute URL is the SDK's ``URL(url)``, parsed once per distinct
         text (``httpx2.URL`` is immutable; the SDK parsed the judge's chat URL on every call, ~2.3 % of a
-        judged trace's CPU samples); a relative one is joined to the base URL by the SDK, as before."""
+        judged trace's CPU samples); a relative one is joined to the base URL by the SDK, as before. Should the
+        SDK rename the hook, the URLs are parsed by the SDK again (tests/unit/providers/test_request_bodies.py
+        fails on the rename)."""
         parsed = transport.parsed_url(url)
         return super()._prepare_url(url) if parsed.is_relative_url else parsed
 
