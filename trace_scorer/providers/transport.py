@@ -14,7 +14,7 @@ timeout stays a timeout.
 The answer's body is read there too, whole (:func:`_read_whole`): the providers only ever ask for whole
 answers, and httpx2's read of it through its asynchronous streaming layers took ~4 % of a judged trace's
 CPU samples (py-spy, ``bench_worker.py --profile``), read here ~3 %. The providers' client parses each URL
-once (:func:`_parsed`) and places each distinct header list once (:func:`_leading_headers`): httpx2's merge
+once (:func:`parsed_url`) and places each distinct header list once (:func:`_leading_headers`): httpx2's merge
 and ``Request``'s header placing rescan the list for every header, ~3 % of a judged trace's CPU samples.
 """
 
@@ -72,9 +72,18 @@ async def _read_whole(response: httpx2.Response) -> httpx2.Response:
 
 
 @lru_cache(maxsize=64)
-def _parsed(url: str) -> httpx2.URL:
+def parsed_url(url: str) -> httpx2.URL:
     """``url`` parsed, once per distinct URL (a provider has a few; ``httpx2.URL`` is immutable)."""
     return httpx2.URL(url)
+
+
+@lru_cache(maxsize=64)
+def _target(url: str) -> tuple[httpx2.URL, bytes | None]:
+    """``url`` parsed, and the ``Host`` header httpx2's ``Request`` gives it (its ``netloc``) when httpx2's
+    ``build_request`` takes it as is (absolute, with a host), else None: once per distinct URL (the ``netloc``
+    and the checks were ~15 % of a plain request's building)."""
+    parsed = parsed_url(url)
+    return parsed, parsed.netloc if parsed.is_absolute_url and parsed.host else None
 
 
 #: Header lists as the SDK hands them over: (name, value) text pairs.
@@ -110,15 +119,24 @@ class _AioHttpClient(openai.DefaultAioHttpClient):
         """httpx2's request, from the URL parsed once: the SDK hands over the same few URLs as text on every
         call, and parsing one took ~2 % of a call's CPU (httpx2 merges a parsed URL as it merges the text).
 
-        A plain request (:meth:`_plain`: an absolute URL, no query, no cookies, no files, a body of bytes, a
-        timeout given) is the ``httpx2.Request`` that httpx2's ``build_request`` makes of it: the same
-        headers in the same order (:func:`_leading_headers`, then the body's length), the body read, the
-        timeout as its extension. Any other goes through httpx2's ``build_request``."""
-        parsed = _parsed(url) if isinstance(url, str) else url
+        A plain request (an absolute URL with a host, :func:`_target`; no query, no cookies, no files, a body of
+        bytes, a timeout given, :meth:`_plain`) is the ``httpx2.Request`` that httpx2's ``build_request`` makes
+        of it: the same headers in the same order (:func:`_leading_headers`, then the body's length), the body
+        read, the timeout as its extension. Any other goes through httpx2's ``build_request``."""
+        if isinstance(url, str):
+            parsed, host = _target(url)
+        else:
+            parsed, host = url, url.netloc if url.is_absolute_url and url.host else None
         given = kwargs.get("headers")
         content = kwargs.get("content")
-        if isinstance(given, list) and isinstance(content, bytes) and content and self._plain(parsed, kwargs):
-            leading = _leading_headers(tuple(self.headers.raw), tuple(given), parsed.netloc)
+        if (
+            host is not None
+            and isinstance(given, list)
+            and isinstance(content, bytes)
+            and content
+            and self._plain(kwargs)
+        ):
+            leading = _leading_headers(tuple(self.headers.raw), tuple(given), host)
             if leading is not None:
                 headers = httpx2.Headers(leading)
                 headers["Content-Length"] = str(len(content))
@@ -135,13 +153,11 @@ class _AioHttpClient(openai.DefaultAioHttpClient):
                 return request
         return super().build_request(method, parsed, **kwargs)
 
-    def _plain(self, url: httpx2.URL, kwargs: dict[str, Any]) -> bool:
-        """Whether httpx2's ``build_request`` would take ``url`` as is (absolute, with a host), merge no query
-        parameters and no cookies, build no multipart body and take the timeout given (not the client's)."""
+    def _plain(self, kwargs: dict[str, Any]) -> bool:
+        """Whether httpx2's ``build_request`` would merge no query parameters and no cookies, build no multipart
+        body and take the timeout given (not the client's); the URL is checked by :func:`_target`."""
         return (
             kwargs.keys() <= _PLAIN_ARGUMENTS
-            and url.is_absolute_url
-            and bool(url.host)
             and kwargs.get("params") is None
             and kwargs.get("files") is None
             and "timeout" in kwargs

@@ -166,3 +166,67 @@ def test_each_request_gets_its_own_idempotency_key() -> None:
     keys = [post_options()["idempotency_key"] for _ in range(1000)]
     assert len(set(keys)) == 1000 and all(k.startswith("trace-scorer-") for k in keys)
     assert {k: v for k, v in post_options().items() if k != "idempotency_key"} == SDK_DEFAULT_OPTIONS
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://p.test/v1/chat/completions",
+        "http://127.0.0.1:8080/v1/chat/completions?api-version=2024-06-01",
+        "https://user:pa%20ss@Bücher.example/v1/x%2Fy/../z#f",
+        "chat/completions",
+        "/chat/completions?x=1",
+        "",
+    ],
+)
+def test_a_url_is_prepared_as_the_sdk_prepares_it(url: str) -> None:
+    """The providers' client parses an absolute URL once; each URL it prepares is the SDK's own, again and
+    again, and a relative one follows the base URL as the SDK's does."""
+    _, client = open_client(SETTINGS, KEY, httpx.AsyncClient())
+    for base in ("https://p.test/v1/", "https://p.test/v1/", "http://other.test:81/api/"):
+        client.base_url = base
+        ours, expected = client._prepare_url(url), openai.AsyncOpenAI._prepare_url(client, url)
+        assert ours == expected and type(ours) is type(expected)
+        assert (str(ours), ours.raw_path, ours.query, ours.fragment) == (
+            str(expected),
+            expected.raw_path,
+            expected.query,
+            expected.fragment,
+        )
+
+
+def test_a_url_the_sdk_refuses_is_refused_alike() -> None:
+    _, client = open_client(SETTINGS, KEY, httpx.AsyncClient())
+    for _ in range(2):
+        with pytest.raises(httpx2.InvalidURL) as ours:
+            client._prepare_url("http://[::1")
+        with pytest.raises(httpx2.InvalidURL) as expected:
+            openai.AsyncOpenAI._prepare_url(client, "http://[::1")
+        assert str(ours.value) == str(expected.value)
+
+
+async def test_the_providers_client_sends_what_the_sdks_own_client_sends() -> None:
+    """Every header in order (the User-Agent names the client's class) and the body: the providers' client
+    is the SDK's but for how often it parses a URL."""
+    ours, library = Recorder(completion(verdict(1))), Recorder(completion(verdict(1)))
+    _, client = open_client(SETTINGS, KEY, ours.client())
+    sdk = openai.AsyncOpenAI(
+        base_url=SETTINGS.base_url,
+        api_key=KEY,
+        timeout=SETTINGS.timeout,
+        max_retries=0,
+        http_client=library.client(),  # type: ignore[arg-type]
+        default_headers=SETTINGS.headers,
+    )
+    url = "https://p.test/v1/chat/completions"
+    try:
+        for sender in (client, sdk):
+            await sender.post(url, content=b'{"model":"m"}', cast_to=httpx2.Response, options=SDK_DEFAULT_OPTIONS)
+            await sender.post("chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response)
+    finally:
+        await client.close()
+        await sdk.close()
+    assert len(ours.requests) == len(library.requests) == 2
+    for sent, expected in zip(ours.requests, library.requests, strict=True):
+        assert (sent.method, sent.url, sent.content) == (expected.method, expected.url, expected.content)
+        assert sent.headers.raw == expected.headers.raw

@@ -105,5 +105,11 @@ def test_a_plain_request_is_built_as_the_sdks_client_builds_it(
         assert (built.content, built.extensions) == (expected.content, expected.extensions)
         assert type(built.stream) is type(expected.stream) and b"".join(built.stream) == body
         assert built.headers.encoding == expected.headers.encoding
+        given = ours.build_request("POST", httpx2.URL(url), **args)  # a parsed URL: the same request
+        assert (given.headers.raw, given.content, given.extensions) == (
+            expected.headers.raw,
+            expected.content,
+            expected.extensions,
+        )
         sent.append(("x-late", "c"))  # the caller's list changed afterwards: the request did not
         assert built.headers.raw == expected.headers.raw
