@@ -10,6 +10,11 @@ minutes of compiling) and is skipped with the reason without it. One command run
 
 Here (2 cores loaded by other work, 2026-11-26): both tests passed in 742 s — every judged metric scored
 where its inputs are (8 + 2 + 8), no failure, one refused ``json_schema`` request per model, no retry.
+On a later VM of the same day the same build and model answered ``topic_adherence`` on ``support-refund``
+with a repeated topic three times over (asked again with the reason each time), in two of four runs, the
+code of that morning (``fe7cb86``) as well: the model's answer, not the call. So one judged metric may
+end as "no valid answer in 3 tries"; any other failure, or a second, fails the test. All four tests
+passed in 248 s there (the build: 19 min at one job, nice 19).
 It is not in ``.ci/run``'s time budget: the server's build alone takes 15-30 minutes.
 """
 
@@ -33,6 +38,8 @@ from trace_scorer.judge.probe import ProbeResult, probe_models
 pytestmark = pytest.mark.slow
 
 JUDGED = ("agent_goal_accuracy", "topic_adherence", "polite")
+#: A judge asks a model this many times before it gives up on a valid answer (1 + validation_retries).
+ASKS = 3
 
 
 @pytest.fixture(scope="module")
@@ -73,13 +80,20 @@ def test_the_judged_metrics_score_the_examples_with_a_two_model_panel(
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(lines) == 8
-    # every judged metric scored wherever its inputs are there: nothing failed
-    assert [(line["id"], line["failed"]) for line in lines if line["failed"]] == []
+    # every judged metric scored wherever its inputs are there, but where the 135M model's every answer
+    # (re-asked with the reason, twice) was invalid: the calls worked, the model's answer was refused
+    refused = {(line["id"], name): why for line in lines for name, why in line["failed"].items()}
+    assert all(f"no valid answer in {ASKS} tries" in why for why in refused.values()), refused
+    assert len(refused) <= 1, refused
     scored = {name: sum(name in line["scores"] for line in lines) for name in JUDGED}
-    assert scored == {"agent_goal_accuracy": 8, "topic_adherence": 2, "polite": 8}
+    answered = {name: scored[name] + sum(n == name for _, n in refused) for name in JUDGED}
+    assert answered == {"agent_goal_accuracy": 8, "topic_adherence": 2, "polite": 8}
+    assert all(scored.values()), scored
     # the panel: both models gave a verdict with their reasoning, tokens counted
     for line in lines:
         for name, details in line["judges"].items():
+            if (line["id"], name) in refused:
+                continue
             assert set(details["models"]) == {"llama0/smollm2-a", "llama1/smollm2-b"}, name
             assert all(m["reasoning"] and m["tokens"]["prompt"] > 0 for m in details["models"].values())
     # negotiated once per model: the 500 to json_schema, then JSON mode with the schema, never retried
