@@ -219,14 +219,52 @@ async def test_the_providers_client_sends_what_the_sdks_own_client_sends() -> No
         default_headers=SETTINGS.headers,
     )
     url = "https://p.test/v1/chat/completions"
+    own: openai.RequestOptions = {"headers": {"X-Extra": "1", "x-stainless-retry-count": "7"}, "timeout": 3.0}
     try:
         for sender in (client, sdk):
-            await sender.post(url, content=b'{"model":"m"}', cast_to=httpx2.Response, options=SDK_DEFAULT_OPTIONS)
-            await sender.post("chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response)
+            for _ in range(2):  # the providers' client builds the headers once, then copies them
+                await sender.post(url, content=b'{"model":"m"}', cast_to=httpx2.Response, options=SDK_DEFAULT_OPTIONS)
+                await sender.post("chat/completions", content=b'{"model":"m"}', cast_to=httpx2.Response)
+                await sender.post(url, content=b"{}", cast_to=httpx2.Response, options=own)
+                await sender.post(url, content=b"{}", cast_to=httpx2.Response, options={"timeout": 7})
     finally:
         await client.close()
         await sdk.close()
-    assert len(ours.requests) == len(library.requests) == 2
+    assert len(ours.requests) == len(library.requests) == 8
     for sent, expected in zip(ours.requests, library.requests, strict=True):
         assert (sent.method, sent.url, sent.content) == (expected.method, expected.url, expected.content)
         assert sent.headers.raw == expected.headers.raw
+
+
+@pytest.mark.parametrize("retries_taken", [0, 1, 2])
+@pytest.mark.parametrize(
+    "options",
+    [
+        SDK_DEFAULT_OPTIONS,
+        {"timeout": 2.5},
+        {"timeout": None},
+        {"timeout": httpx2.Timeout(4.0, read=9.0)},
+        {"headers": {"X-Extra": "1"}},
+        {"headers": {"x-stainless-read-timeout": openai.Omit()}},
+        {"security": {"bearer_auth": True}},
+    ],
+)
+async def test_request_headers_are_the_sdks_own(options: openai.RequestOptions, retries_taken: int) -> None:
+    """The providers' client keeps each distinct set of headers the SDK built: every one, asked for again
+    (built or kept), is what the SDK's own method builds, and a change the SDK makes to one request's
+    headers stays with that request."""
+    from openai._models import FinalRequestOptions
+
+    _, client = open_client(SETTINGS, KEY, httpx.AsyncClient())
+    request = FinalRequestOptions.construct(method="post", url="https://p.test/v1/x", **options)
+    expected = openai.AsyncOpenAI._build_headers(client, request, retries_taken=retries_taken).raw
+    first = client._build_headers(request, retries_taken=retries_taken)
+    assert first.raw == expected
+    first["X-Changed-By-The-SDK"] = "1"
+    del first["Accept"]
+    for _ in range(2):
+        assert client._build_headers(request, retries_taken=retries_taken).raw == expected
+    client.api_key = "sk-other"  # another key: other headers
+    assert client._build_headers(request, retries_taken=retries_taken).raw == (
+        openai.AsyncOpenAI._build_headers(client, request, retries_taken=retries_taken).raw
+    )
