@@ -248,21 +248,18 @@ def _refuse_fleet_scopes(settings: Settings) -> None:
 
 def _run(settings: Settings) -> int:
     """``run``: the single worker, or — with ``[state] url`` — one replica of a fleet sharing the work."""
-    import asyncio
-
+    from trace_scorer.runtime import event_loop
     from trace_scorer.worker.service import run_worker
 
     if settings.state.postgres_url is None:
-        return asyncio.run(run_worker(settings))
+        return event_loop.run(run_worker(settings), settings.worker.event_loop)
     _refuse_fleet_scopes(settings)
     from trace_scorer.distributed.fleet import start_replica  # loads procrastinate only when used
 
-    return asyncio.run(run_worker(settings, start=start_replica))
+    return event_loop.run(run_worker(settings, start=start_replica), settings.worker.event_loop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import asyncio
-
     argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv).parse_args(argv)
     try:
@@ -275,9 +272,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return _run(_worker_settings(args))
         if args.command == "backfill":
+            from trace_scorer.runtime import event_loop
             from trace_scorer.worker.commands import run_backfill
 
-            return asyncio.run(run_backfill(_worker_settings(args), args.target, args.start, args.end))
+            settings = _worker_settings(args)
+            backfill = run_backfill(settings, args.target, args.start, args.end)
+            return event_loop.run(backfill, settings.worker.event_loop)
         if args.command == "compare":
             from trace_scorer.compare.command import run_compare
 
@@ -288,9 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_calibrate(args, offline.scored_files)
         if args.command == "check":
             from trace_scorer.offline.report import table_console
+            from trace_scorer.runtime import event_loop
             from trace_scorer.worker.commands import run_check
 
-            return asyncio.run(run_check(_worker_settings(args), table_console()))
+            settings = _worker_settings(args)
+            return event_loop.run(run_check(settings, table_console()), settings.worker.event_loop)
         if args.command == "state":
             return _run_state(args)
         if args.command == "langfuse":

@@ -49,6 +49,19 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 # --- the worker and its endpoints ---------------------------------------------------------------------
 
 
+def log_events(log: str, name: str) -> list[dict[str, Any]]:
+    """The worker log's JSON events called ``name``, in order (other lines skipped)."""
+    found = []
+    for line in log.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == name:
+            found.append(event)
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,14 +105,9 @@ class Endpoints:
         found: list[int] = []
 
         def announced() -> bool:
-            for line in worker.log().splitlines():
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("event") == "ops_server_started":
-                    found.append(int(event["port"]))
-                    return True
+            for event in log_events(worker.log(), "ops_server_started"):
+                found.append(int(event["port"]))
+                return True
             return not worker.running()
 
         wait_until(announced, timeout=START_WAIT)
@@ -415,17 +423,20 @@ def test_connections_held_open_never_fail_a_probe(llm: OpenAIHandle, tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("event_loop", "runs_on"), [("auto", "uvloop"), ("asyncio", "asyncio")])
 def test_sigterm_finishes_the_batch_saves_state_and_a_restart_posts_nothing_twice(
-    llm: OpenAIHandle, tmp_path: Path
+    llm: OpenAIHandle, tmp_path: Path, event_loop: str, runs_on: str
 ) -> None:
     """SIGTERM while a batch's scores are being posted: the post completes, the ledger records it, no
     further batch starts, exit 0 within ``shutdown_grace``. A second start scores the rest, re-posting
-    nothing (Langfuse saw each score written exactly once)."""
+    nothing (Langfuse saw each score written exactly once). On either event loop (``[worker] event_loop``:
+    uvloop by default, where it is installed)."""
     with start_langfuse(backlog(12), mode="thread") as langfuse:
         corpus = langfuse.corpus(ids="production")
         # Batches of 2 traces; each score post takes 1 s, so the worker is mostly posting.
         slow_posts(langfuse, 6, seconds=1.0)
-        env = environment(langfuse, llm, worker={"batch_size": 2, "shutdown_grace": "5s"})
+        worker_settings = {"batch_size": 2, "shutdown_grace": "5s", "event_loop": event_loop}
+        env = environment(langfuse, llm, worker=worker_settings)
         with WorkerProcess(["run"], env=env, workdir=tmp_path) as worker:
             ops = Endpoints(worker)
             # A scripted fault is used up when its request arrives: 4 of 6 left = two posts are in the
@@ -438,6 +449,7 @@ def test_sigterm_finishes_the_batch_saves_state_and_a_restart_posts_nothing_twic
         assert code == 0, log[-3000:]
         assert took < 5.0, f"exit took {took:.1f} s, longer than shutdown_grace"
         assert '"worker_stopping"' in log and '"worker_stop_timeout"' not in log
+        assert [event["event_loop"] for event in log_events(log, "worker_started")] == [runs_on]
         first = scored_traces(langfuse)
         assert len(first) == 4, f"{len(first)} traces scored: the batch in flight should have finished, no more"
 

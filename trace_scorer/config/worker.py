@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from trace_scorer.config.common import Duration, StrictModel
 from trace_scorer.config.state import StateSettings
 
-__all__ = ["StateSettings", "WorkerSettings"]  # StateSettings: where callers imported it from before
+__all__ = ["EventLoop", "StateSettings", "WorkerSettings"]  # StateSettings: where callers imported it from before
+
+#: ``auto``: uvloop when it is installed, else asyncio's loop; ``uvloop``: uvloop or a start-up error;
+#: ``asyncio``: the standard library's loop (trace_scorer/runtime/event_loop.py).
+EventLoop = Literal["auto", "uvloop", "asyncio"]
 
 
 class WorkerSettings(StrictModel):
@@ -23,3 +29,6 @@ class WorkerSettings(StrictModel):
     #: Distributed mode: a replica silent (no heartbeat) this long is taken for dead and its jobs go back to
     #: the queue. Heartbeats are sent every third of it.
     stalled_after: Duration = Field(default=30.0, ge=3.0)
+    #: The event loop of ``run``, ``backfill`` and ``check``: uvloop (``auto``, where it is installed) costs
+    #: less CPU a trace than asyncio's own loop.
+    event_loop: EventLoop = "auto"
