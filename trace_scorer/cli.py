@@ -248,7 +248,7 @@ def _refuse_fleet_scopes(settings: Settings) -> None:
 
 def _run(settings: Settings) -> int:
     """``run``: the single worker, or — with ``[state] url`` — one replica of a fleet sharing the work."""
-    from trace_scorer.runtime import event_loop
+    from trace_scorer.worker import event_loop
     from trace_scorer.worker.service import run_worker
 
     if settings.state.postgres_url is None:
@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return _run(_worker_settings(args))
         if args.command == "backfill":
-            from trace_scorer.runtime import event_loop
+            from trace_scorer.worker import event_loop
             from trace_scorer.worker.commands import run_backfill
 
             settings = _worker_settings(args)
@@ -288,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_calibrate(args, offline.scored_files)
         if args.command == "check":
             from trace_scorer.offline.report import table_console
-            from trace_scorer.runtime import event_loop
+            from trace_scorer.worker import event_loop
             from trace_scorer.worker.commands import run_check
 
             settings = _worker_settings(args)

@@ -12,7 +12,7 @@ from trace_scorer.config.state import StateSettings
 __all__ = ["EventLoop", "StateSettings", "WorkerSettings"]  # StateSettings: where callers imported it from before
 
 #: ``auto``: uvloop when it is installed, else asyncio's loop; ``uvloop``: uvloop or a start-up error;
-#: ``asyncio``: the standard library's loop (trace_scorer/runtime/event_loop.py).
+#: ``asyncio``: the standard library's loop (trace_scorer/worker/event_loop.py).
 EventLoop = Literal["auto", "uvloop", "asyncio"]
 
 

@@ -11,7 +11,7 @@ import uvloop
 
 from trace_scorer.config import ConfigError
 from trace_scorer.config.worker import WorkerSettings
-from trace_scorer.runtime import event_loop
+from trace_scorer.worker import event_loop
 
 
 async def running_loop() -> type[asyncio.AbstractEventLoop]:
