@@ -330,8 +330,8 @@ class Worker:
                 )
             )
         tune_garbage_collector()
-        loop = type(asyncio.get_running_loop()).__module__.partition(".")[0]  # "uvloop" or "asyncio"
-        log.info("worker_started", targets=list(self.context.sources), event_loop=loop)
+        running_on = type(asyncio.get_running_loop()).__module__.partition(".")[0]  # "uvloop" or "asyncio"
+        log.info("worker_started", targets=list(self.context.sources), event_loop=running_on)
         try:
             await self.stop.wait()
         finally:
