@@ -3,7 +3,7 @@ asyncio's own.
 
 Why uvloop: the worker is an I/O loop (Langfuse reads and score posts, a judge's requests over aiohttp), and
 uvloop runs the loop itself — polling, timers, socket reads and writes — in C (libuv), where asyncio's
-selector loop runs it in Python: ~5 % less of the worker's CPU a judged trace (bench/README.md, issue #29,
+selector loop runs it in Python: 4–7 % less of the worker's CPU a judged trace (bench/README.md, issue #29,
 seventh round). It is a dependency everywhere it builds (Linux, macOS); elsewhere ``auto`` falls back.
 """
 
