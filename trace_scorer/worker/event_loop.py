@@ -37,6 +37,12 @@ def loop_factory(choice: EventLoop) -> Callable[[], asyncio.AbstractEventLoop] |
 
 
 def run(main: Coroutine[Any, Any, T], choice: EventLoop) -> T:
-    """``asyncio.run(main)`` on the loop ``choice`` names."""
-    with asyncio.Runner(loop_factory=loop_factory(choice)) as runner:
+    """``asyncio.run(main)`` on the loop ``choice`` names; ``main`` is closed unrun when the loop cannot be
+    had (no "never awaited" warning beside the configuration error)."""
+    try:
+        factory = loop_factory(choice)
+    except ConfigError:
+        main.close()
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(main)

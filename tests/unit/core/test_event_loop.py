@@ -35,6 +35,10 @@ def test_without_uvloop_auto_falls_back_and_uvloop_by_name_fails_naming_the_key(
     assert event_loop.loop_factory("auto") is None
     with pytest.raises(ConfigError, match=r"worker\.event_loop: 'uvloop' is not installed"):
         event_loop.loop_factory("uvloop")
+    main = running_loop()
+    with pytest.raises(ConfigError, match=r"worker\.event_loop"):
+        event_loop.run(main, "uvloop")
+    assert main.cr_frame is None  # closed, not left to warn that it was never awaited
 
 
 def test_the_default_is_auto_and_an_unknown_loop_is_refused() -> None:
